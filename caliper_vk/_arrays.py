@@ -1,0 +1,49 @@
+"""Turning user input (numpy arrays, torch tensors, lists) into checked host arrays.
+
+Used by the views' ``set_data`` on the host path. The live-attach path (torch
+tensors imported in place) goes through ``caliper_vk.exporters`` instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ACCEPTED_NUMERIC = "float16, bfloat16, float32, float64, int8..int64, uint8..uint64"
+
+
+def to_host(x, name: str) -> np.ndarray:
+    """``x`` as a numpy array without changing its values (torch: detached CPU copy)."""
+    if type(x).__module__.startswith("torch"):
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.numpy()
+    try:
+        return np.asarray(x)
+    except Exception as exc:
+        raise TypeError(f"{name}: cannot read {type(x).__name__} as an array ({exc})") from exc
+
+
+def as_float32(x, name: str) -> np.ndarray:
+    """Numeric input converted to contiguous float32; other dtypes are refused."""
+    a = to_host(x, name)
+    if a.dtype.kind not in "fiu" or a.dtype.itemsize > 8:
+        raise TypeError(
+            f"{name} has dtype {a.dtype}; accepted: {ACCEPTED_NUMERIC} "
+            "(convert booleans or complex numbers explicitly, e.g. x.float() or x.real)"
+        )
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def as_labels(x, n: int, name: str = "labels") -> np.ndarray:
+    """Integer class labels (N,) as uint32; negative labels mean 'unlabelled'."""
+    a = to_host(x, name)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"{name} has dtype {a.dtype}; labels must be integers (class indices)")
+    a = a.reshape(-1) if a.ndim == 2 and 1 in a.shape else a
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"{name} has shape {tuple(a.shape)}; expected ({n},), one per point")
+    a = a.astype(np.int64)
+    return np.where(a < 0, 0xFFFFFFFF, a % (1 << 32)).astype(np.uint32)

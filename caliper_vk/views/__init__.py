@@ -1,0 +1,24 @@
+"""Built-in views. Each is a drawable for a canvas panel with a numpy twin
+(``reference``) that produces the same bytes as its compute shaders."""
+
+from .heatmap import Heatmap
+from .pointcloud import PointCloud
+
+VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap}
+
+
+class UnknownViewError(ValueError):
+    """An unknown view name; the message lists the available views."""
+
+
+def make_view(name: str, **options):
+    """Construct the view called ``name`` (``pointcloud``, ``heatmap``)."""
+    try:
+        cls = VIEWS[name]
+    except KeyError:
+        raise UnknownViewError(
+            f"unknown view {name!r}; available views: {', '.join(sorted(VIEWS))}") from None
+    return cls(**options)
+
+
+__all__ = ["VIEWS", "Heatmap", "PointCloud", "UnknownViewError", "make_view"]

@@ -1,0 +1,123 @@
+"""What every built-in view shares: host-visible input buffers, the parameter
+and counter buffers, built-in pipelines, and value-range handling.
+
+A view is a *drawable* for :class:`caliper_vk.engine.Canvas` (see its module
+docstring for the protocol). It describes its inputs and passes; only the
+engine calls Vulkan. Input buffers are host-visible: ``set_data`` writes the
+caller's values straight into them (the host staging path); the live-attach
+path swaps in imported buffers instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Buffer, ComputePipeline, shaders
+from . import _exact
+
+MAX_GROUPS = 65535
+_pipelines: dict = {}
+
+
+def pipeline(device, name: str, bindings) -> ComputePipeline:
+    """The built-in pipeline ``name`` on ``device`` (made once per device)."""
+    key = (id(device), name)
+    p = _pipelines.get(key)
+    if p is None or p.handle is None or p.device is not device:
+        p = ComputePipeline(device, shaders.load(name), bindings, name=name)
+        _pipelines[key] = p
+    return p
+
+
+def groups_1d(n: int, local: int = 256) -> tuple[int, int]:
+    """Workgroup counts (x, y) covering ``n`` invocations of a 1-D job."""
+    total = max(1, -(-n // local))
+    if total <= MAX_GROUPS:
+        return total, 1
+    return MAX_GROUPS, -(-total // MAX_GROUPS)
+
+
+def value_range(data: np.ndarray, spec) -> tuple[float, float]:
+    """The (lo, hi) a colormap spans: ``"auto"``, ``"symmetric"`` or ``(lo, hi)``.
+
+    Only finite values count; with none, ``(0, 1)``. A zero-width range is
+    widened so a constant field maps to the middle colour.
+    """
+    if isinstance(spec, str):
+        if spec not in ("auto", "symmetric"):
+            raise ValueError(f"value_range {spec!r} is not one of 'auto', 'symmetric' or (lo, hi)")
+        finite = data[_exact.classify(data) == _exact.FINITE] if data.size else data
+        finite = _exact.ftz(finite)
+        if finite.size == 0:
+            lo, hi = 0.0, 1.0
+        elif spec == "auto":
+            lo, hi = float(finite.min()), float(finite.max())
+        else:
+            m = float(np.abs(finite).max())
+            lo, hi = -m, m
+    else:
+        try:
+            lo, hi = (float(v) for v in spec)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"value_range {spec!r} is not one of 'auto', 'symmetric' or (lo, hi)") from exc
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+            raise ValueError(f"value_range ({lo}, {hi}) must be finite with lo <= hi")
+    if hi <= lo or hi - lo < 1e-30:
+        pad = max(abs(lo) * 0.5, 0.5)
+        lo, hi = lo - pad, hi + pad
+    return float(np.float32(lo)), float(np.float32(hi))
+
+
+def lut_scale(lo: float, hi: float, last: int = 255) -> float:
+    """The float32 factor mapping [lo, hi] onto [0, last] (computed on the host)."""
+    return float(np.float32(last / (float(np.float32(hi)) - float(np.float32(lo)))))
+
+
+class ViewBase:
+    """Buffer bookkeeping shared by the views; not a view by itself."""
+
+    def __init__(self):
+        self.device = None
+        self.target = None
+        self.rect = None
+        self.stale = True
+        self._buffers: dict[str, Buffer] = {}
+        self._sets: list = []
+        self.stats: dict[str, int] = {}
+
+    def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
+        """A named buffer of at least ``nbytes``; growing it makes the view stale."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < nbytes:
+            if buf is not None:
+                buf.close()
+            buf = Buffer(self.device, max(nbytes, 16), host_visible=host_visible,
+                         readback=(name == "stats"))
+            self._buffers[name] = buf
+            self.stale = True
+        return buf
+
+    def _upload(self, name: str, array: np.ndarray) -> Buffer:
+        buf = self._buffer(name, array.nbytes)
+        if array.nbytes:
+            buf.write(array)
+        return buf
+
+    def bind(self, device, target, rect) -> None:
+        if self.device is not None:
+            raise RuntimeError("this view is already on a canvas; make a new view for another panel")
+        self.device, self.target, self.rect = device, target, rect
+        self.stale = True
+
+    def _drop_sets(self) -> None:
+        for s in self._sets:
+            s.close()
+        self._sets = []
+
+    def close(self) -> None:
+        self._drop_sets()
+        for b in self._buffers.values():
+            b.close()
+        self._buffers.clear()
+        self.device = None

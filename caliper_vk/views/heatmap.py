@@ -1,0 +1,148 @@
+"""The heatmap view: a 2-D array as coloured cells.
+
+GPU passes (engine/shaders/heatmap*.comp): a per-element pass counts NaN,
++Inf, -Inf and out-of-range values; a per-pixel pass picks each pixel's cell
+by integer nearest-neighbour indexing (``row = y * rows // height``) and looks
+its colour up in a 256-entry table from matplotlib's colormap data.
+:meth:`Heatmap.reference` is the numpy twin that produces the same bytes.
+
+Value ranges: ``"auto"`` (finite min..max), ``"symmetric"`` (-m..m with m the
+largest finite magnitude; for diverging maps) or a fixed ``(lo, hi)``, where
+values outside are drawn in the end colours and counted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import colormaps
+from .._arrays import as_float32
+from . import _exact
+from ._base import ViewBase, groups_1d, lut_scale, pipeline, value_range
+
+F32 = np.float32
+(HM_ROWS, HM_COLS, HM_W, HM_H, HM_RECT_X, HM_RECT_Y, HM_N, HM_LO, HM_SCALE, HM_HI,
+ HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR) = range(13)
+N_PARAMS = 13
+
+NAN_COLOR = (255, 0, 255, 255)
+POSINF_COLOR = (255, 255, 255, 255)
+NEGINF_COLOR = (0, 255, 255, 255)
+
+
+class Heatmap(ViewBase):
+    """A 2-D array drawn as a grid of coloured cells.
+
+    Parameters
+    ----------
+    data : array-like, 2-D (or 1-D, drawn as one row, or reshaped by ``shape``)
+        Any numeric dtype; drawn as float32.
+    colormap : str
+        A matplotlib colormap name: viridis, magma, ... or a diverging one (coolwarm, RdBu_r).
+    value_range : "auto" | "symmetric" | (lo, hi)
+    shape : (rows, cols), optional
+        Reshape 1-D input to this grid.
+    """
+
+    def __init__(self, data=None, *, colormap: str = "viridis", value_range="auto", shape=None):
+        super().__init__()
+        self._lut = colormaps.lut(colormap)
+        self.colormap = colormap
+        value_range_check = value_range
+        if not isinstance(value_range_check, str):
+            value_range(np.zeros(1, F32), value_range_check)  # validate early
+        elif value_range_check not in ("auto", "symmetric"):
+            raise ValueError(
+                f"value_range {value_range!r} is not one of 'auto', 'symmetric' or (lo, hi)")
+        self.value_range = value_range
+        self.shape = shape
+        self.data = np.zeros((1, 1), F32)
+        if data is not None:
+            self.set_data(data)
+
+    def set_data(self, data) -> None:
+        a = as_float32(data, "heatmap data")
+        if self.shape is not None:
+            if a.size != int(np.prod(self.shape)):
+                raise ValueError(f"heatmap data has {a.size} values; shape {self.shape} needs "
+                                 f"{int(np.prod(self.shape))}")
+            a = a.reshape(self.shape)
+        elif a.ndim == 1:
+            a = a.reshape(1, -1)
+        if a.ndim != 2:
+            raise ValueError(f"heatmap data has shape {tuple(a.shape)}; the heatmap view takes a "
+                             "2-D array (or 1-D); index or reshape higher-dimensional input")
+        self.data = np.ascontiguousarray(a)
+
+    @property
+    def range(self) -> tuple[float, float]:
+        return value_range(self.data, self.value_range)
+
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
+        rows, cols = self.data.shape
+        lo, hi = self.range
+        p = np.zeros(N_PARAMS, np.uint32)
+        p[HM_ROWS], p[HM_COLS], p[HM_W], p[HM_H] = rows, cols, width, height
+        p[HM_RECT_X], p[HM_RECT_Y], p[HM_N] = rect_x, rect_y, self.data.size
+        p[HM_LO], p[HM_SCALE], p[HM_HI] = (_exact.f32_bits(v) for v in (lo, lut_scale(lo, hi), hi))
+        p[HM_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
+        p[HM_POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
+        p[HM_NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
+        return p
+
+    # -- drawable protocol ----------------------------------------------------------------
+    def prepare(self) -> None:
+        r = self.rect
+        self._upload("params", self.params(r.width, r.height, r.x, r.y))
+        self._upload("data", self.data)
+        self._upload("colors", self._lut)
+        self._buffer("stats", 32)
+        if getattr(self, "_recorded_n", None) != self.data.size:
+            self.stale = True
+
+    def record(self, rec) -> None:
+        b = self._buffers
+        self._drop_sets()
+        stats = pipeline(self.device, "heatmap_stats", ["buffer"] * 3).bind(
+            [b["params"], b["data"], b["stats"]])
+        raster = pipeline(self.device, "heatmap", ["buffer"] * 3 + ["image"]).bind(
+            [b["params"], b["data"], b["colors"], self.target])
+        self._sets = [stats, raster]
+        rec.fill(b["stats"], 0)
+        rec.barrier()
+        rec.dispatch(stats, *groups_1d(self.data.size))
+        rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
+        self._recorded_n = self.data.size
+        self.stale = False
+
+    def finish(self) -> None:
+        s = self._buffers["stats"].view(np.uint32, 5)
+        self.stats = dict(zip(("nan", "posinf", "neginf", "below", "above"), (int(v) for v in s)))
+
+    # -- the numpy twin --------------------------------------------------------------------
+    def reference(self, width: int, height: int) -> np.ndarray:
+        rgba, _ = self.reference_with_stats(width, height)
+        return rgba
+
+    def reference_with_stats(self, width: int, height: int):
+        p = self.params(width, height)
+        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HM_LO, HM_SCALE, HM_HI))
+        rows, cols = self.data.shape
+        flat = self.data.reshape(-1)
+        cls = _exact.classify(flat)
+        fin = _exact.ftz(np.where(cls == _exact.FINITE, flat, F32(0)))
+        finite = cls == _exact.FINITE
+        stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
+                 "neginf": int((cls == _exact.NEGINF).sum()),
+                 "below": int((finite & (fin < lo)).sum()),
+                 "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
+        r = (np.arange(height, dtype=np.uint64) * np.uint64(rows)) // np.uint64(height)
+        c = (np.arange(width, dtype=np.uint64) * np.uint64(cols)) // np.uint64(width)
+        cell = (r[:, None] * np.uint64(cols) + c[None, :]).astype(np.int64)
+        v = flat[cell]
+        vc = cls[cell]
+        colors = self._lut[_exact.lut_index(_exact.ftz(np.where(vc == 0, v, F32(0))), lo, scale, 255)]
+        colors = np.where(vc == _exact.NAN, p[HM_NAN_COLOR], colors)
+        colors = np.where(vc == _exact.POSINF, p[HM_POSINF_COLOR], colors)
+        colors = np.where(vc == _exact.NEGINF, p[HM_NEGINF_COLOR], colors)
+        return _exact.unpack_rgba(colors.astype(np.uint32)), stats

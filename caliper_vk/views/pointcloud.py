@@ -1,0 +1,289 @@
+"""The point-cloud view: N x 3 (or N x 2) positions as round points.
+
+GPU passes (engine/shaders/pointcloud_*.comp): clear a 64-bit depth buffer,
+splat every point's footprint with ``atomicMin((orderable(-depth) << 32) |
+index)`` (order-independent: the nearest point wins, ties go to the lower
+index), then resolve each pixel's winner to a colour, darkened with distance.
+:meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
+
+Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg``
+tilts toward the viewer, ``zoom`` scales the auto-fit (the bounding sphere of
+the finite points fills 90% of the shorter panel side at ``zoom=1``).
+Rotation, scale and bounds are computed on the host in float64 and passed as
+float32, so shader and twin use identical constants.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import colormaps
+from .._arrays import as_float32, as_labels
+from . import _exact
+from ._base import ViewBase, groups_1d, lut_scale, pipeline, value_range
+
+F32 = np.float32
+# Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
+(PC_N, PC_DIM, PC_W, PC_H, PC_NFOOT, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
+PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_ZSCALE, PC_VLO, PC_VSCALE = (
+    11, 20, 21, 22, 23, 24, 25, 26, 27)
+PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED = range(28, 34)
+N_PARAMS = 34
+MODE_UNIFORM, MODE_LABELS, MODE_VALUES = 0, 1, 2
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+BACKGROUND = (22, 22, 26, 255)
+POINT_COLOR = (236, 236, 236, 255)
+NAN_COLOR = (255, 0, 255, 255)
+UNLABELLED = (128, 128, 128, 255)
+MAX_POINT_SIZE = 64
+
+
+def footprint(size_px: int) -> np.ndarray:
+    """Pixel offsets (dx, dy) of a round point ``size_px`` pixels across."""
+    if not isinstance(size_px, (int, np.integer)) or not 1 <= size_px <= MAX_POINT_SIZE:
+        raise ValueError(f"point_size_px must be an integer in 1..{MAX_POINT_SIZE}, got {size_px!r}")
+    k = int(size_px)
+    odd = k % 2
+    rng = range(-(k - 1) // 2, k // 2 + 1)
+    offs = [(dx, dy) for dy in rng for dx in rng
+            if (2 * dx - (1 - odd)) ** 2 + (2 * dy - (1 - odd)) ** 2 <= k * k]
+    return np.array(offs, dtype=np.int32).reshape(-1, 2)
+
+
+def rotation(yaw_deg: float, pitch_deg: float) -> np.ndarray:
+    """View rotation: yaw about +y, then pitch about +x (float64, 3x3)."""
+    y, p = math.radians(yaw_deg), math.radians(pitch_deg)
+    ry = np.array([[math.cos(y), 0, math.sin(y)], [0, 1, 0], [-math.sin(y), 0, math.cos(y)]])
+    rx = np.array([[1, 0, 0], [0, math.cos(p), -math.sin(p)], [0, math.sin(p), math.cos(p)]])
+    return rx @ ry
+
+
+class PointCloud(ViewBase):
+    """A rotatable point cloud coloured by label, by value, or uniformly.
+
+    Parameters
+    ----------
+    positions : array-like (N, 3) or (N, 2), optional
+        Any numeric dtype; drawn as float32. NaN/Inf points are skipped and counted.
+    labels : array-like (N,) of int, optional
+        Class indices coloured by ``palette`` (wrapping past its length); negative = grey.
+    values : array-like (N,), optional
+        Continuous values coloured by ``colormap`` over ``value_range``.
+    yaw_deg, pitch_deg, zoom : float
+        The camera (2-D data ignores yaw and pitch unless given).
+    point_size_px : int
+        Point diameter in pixels, 1..64.
+    bounds : ((x0, y0, z0), (x1, y1, z1)), optional
+        Fixed fit box; by default the view fits the finite points every frame.
+    """
+
+    def __init__(self, positions=None, labels=None, values=None, *, yaw_deg: float | None = None,
+                 pitch_deg: float | None = None, zoom: float = 1.0, point_size_px: int = 3,
+                 colormap: str = "viridis", palette: str = "tab10", value_range="auto",
+                 bounds=None, background=BACKGROUND, color=POINT_COLOR):
+        super().__init__()
+        self._lut = colormaps.lut(colormap)
+        self._palette = colormaps.palette(palette)
+        self._foot = footprint(point_size_px)
+        self.point_size_px = int(point_size_px)
+        self.value_range = value_range
+        self.background, self.color = background, color
+        self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
+        self._yaw, self._pitch = yaw_deg, pitch_deg
+        self.zoom = float(zoom)
+        self.positions = np.zeros((0, 3), np.float32)
+        self.labels = self.values = None
+        if positions is not None:
+            self.set_data(positions, labels=labels, values=values)
+
+    # -- data and camera --------------------------------------------------------------
+    def set_data(self, positions, labels=None, values=None) -> None:
+        """Replace the points (and their labels or values)."""
+        pos = as_float32(positions, "positions")
+        if pos.ndim != 2 or pos.shape[1] not in (2, 3):
+            raise ValueError(
+                f"positions has shape {tuple(pos.shape)}; the pointcloud view takes (N, 3) or (N, 2)")
+        if labels is not None and values is not None:
+            raise ValueError("give labels or values, not both (colour comes from one of them)")
+        n = pos.shape[0]
+        self.positions = pos
+        self.labels = None if labels is None else as_labels(labels, n)
+        self.values = None
+        if values is not None:
+            v = as_float32(values, "values").reshape(-1)
+            if v.shape[0] != n:
+                raise ValueError(f"values has {v.shape[0]} entries for {n} points")
+            self.values = v
+
+    def set_camera(self, yaw_deg=None, pitch_deg=None, zoom=None) -> None:
+        if yaw_deg is not None:
+            self._yaw = float(yaw_deg)
+        if pitch_deg is not None:
+            self._pitch = float(pitch_deg)
+        if zoom is not None:
+            if not zoom > 0:
+                raise ValueError(f"zoom must be positive, got {zoom}")
+            self.zoom = float(zoom)
+
+    @property
+    def camera(self) -> tuple[float, float, float]:
+        three_d = self.positions.shape[1] == 3
+        yaw = self._yaw if self._yaw is not None else (30.0 if three_d else 0.0)
+        pitch = self._pitch if self._pitch is not None else (20.0 if three_d else 0.0)
+        return yaw, pitch, self.zoom
+
+    # -- parameters shared by the shader and the twin ----------------------------------
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
+        pos = self.positions
+        n, dim = pos.shape
+        if self.bounds is not None:
+            lo, hi = self.bounds[0], self.bounds[1]
+        else:
+            ok = np.all(_exact.classify(pos) == _exact.FINITE, axis=1)
+            fin = _exact.ftz(pos[ok]).astype(np.float64)
+            lo = fin.min(axis=0) if len(fin) else np.zeros(dim)
+            hi = fin.max(axis=0) if len(fin) else np.zeros(dim)
+        lo = np.pad(np.asarray(lo, np.float64)[:3], (0, 3 - min(3, len(lo))))
+        hi = np.pad(np.asarray(hi, np.float64)[:3], (0, 3 - min(3, len(hi))))
+        center = (lo + hi) / 2
+        radius = float(np.linalg.norm((hi - lo) / 2))
+        if not (math.isfinite(radius) and radius > 1e-30):
+            radius = 1.0
+        yaw, pitch, zoom = self.camera
+        scale = zoom * 0.45 * min(width, height) / radius
+        mode = MODE_LABELS if self.labels is not None else (
+            MODE_VALUES if self.values is not None else MODE_UNIFORM)
+        vlo, vscale = 0.0, 0.0
+        if mode == MODE_VALUES:
+            vlo, vhi = value_range(self.values, self.value_range)
+            vscale = lut_scale(vlo, vhi)
+        p = np.zeros(N_PARAMS, np.uint32)
+        p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height
+        p[PC_NFOOT], p[PC_MODE], p[PC_NPAL] = len(self._foot), mode, len(self._palette)
+        p[PC_MARGIN] = MAX_POINT_SIZE
+        floats = {PC_CX: center[0], PC_CY: center[1], PC_CZ: center[2], PC_SCALE: scale,
+                  PC_NSCALE: -scale, PC_OX: width / 2, PC_OY: height / 2, PC_ZMIN: -radius,
+                  PC_ZSCALE: 100.0 / (2 * radius), PC_VLO: vlo, PC_VSCALE: vscale}
+        for i, r in enumerate(rotation(yaw, pitch).reshape(-1)):
+            floats[PC_R0 + i] = r
+        for k, v in floats.items():
+            p[k] = _exact.f32_bits(v)
+        p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
+        p[PC_BG] = _exact.pack_rgba(self.background)
+        p[PC_COLOR] = _exact.pack_rgba(self.color)
+        p[PC_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
+        p[PC_UNLABELLED] = _exact.pack_rgba(UNLABELLED)
+        return p
+
+    def _colors(self) -> np.ndarray:
+        return np.concatenate([self._lut, self._palette]).astype(np.uint32)
+
+    # -- drawable protocol ----------------------------------------------------------------
+    def prepare(self) -> None:
+        r = self.rect
+        n = self.positions.shape[0]
+        self._params = self.params(r.width, r.height, r.x, r.y)
+        self._upload("params", self._params)
+        self._upload("positions", self.positions)
+        self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
+        self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
+        self._upload("colors", self._colors())
+        self._upload("footprint", self._foot)
+        self._buffer("depth", r.width * r.height * 8, host_visible=False)
+        self._buffer("stats", 16)
+        if getattr(self, "_recorded_n", None) != n:
+            self.stale = True
+
+    def record(self, rec) -> None:
+        b = self._buffers
+        self._drop_sets()
+        splat = pipeline(self.device, "pointcloud_splat", ["buffer"] * 6).bind(
+            [b["params"], b["positions"], b["depth"], b["footprint"], b["stats"], b["values"]])
+        resolve = pipeline(self.device, "pointcloud_resolve", ["buffer"] * 5 + ["image"]).bind(
+            [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
+        self._sets = [splat, resolve]
+        n = self.positions.shape[0]
+        rec.fill(b["depth"], 0xFFFFFFFF)
+        rec.fill(b["stats"], 0)
+        rec.barrier()
+        if n:
+            rec.dispatch(splat, *groups_1d(n))
+        rec.barrier()
+        rec.dispatch(resolve, -(-self.rect.width // 16), -(-self.rect.height // 16))
+        self._recorded_n = n
+        self.stale = False
+
+    def finish(self) -> None:
+        s = self._buffers["stats"].view(np.uint32, 4)
+        n = self.positions.shape[0]
+        self.stats = {"points": n, "nonfinite": int(s[0]), "offscreen": int(s[1]),
+                      "nonfinite_values": int(s[2]), "drawn": n - int(s[0]) - int(s[1])}
+
+    # -- the numpy twin --------------------------------------------------------------------
+    def reference(self, width: int, height: int) -> np.ndarray:
+        """The exact RGBA pixels the GPU produces for a ``width x height`` panel."""
+        rgba, _ = self.reference_with_stats(width, height)
+        return rgba
+
+    def reference_with_stats(self, width: int, height: int):
+        p = self.params(width, height)
+
+        def f(k):
+            return np.uint32(p[k]).view(F32)
+
+        pos = self.positions
+        n, dim = pos.shape
+        x, y = pos[:, 0], pos[:, 1]
+        z = pos[:, 2] if dim == 3 else np.zeros(n, F32)
+        finite = ((_exact.classify(x) == 0) & (_exact.classify(y) == 0)
+                  & (_exact.classify(z) == 0))
+        stats = {"points": n, "nonfinite": int((~finite).sum()), "offscreen": 0,
+                 "nonfinite_values": 0, "drawn": 0}
+        if self.values is not None:
+            stats["nonfinite_values"] = int((finite & (_exact.classify(self.values) != 0)).sum())
+        idx = np.nonzero(finite)[0].astype(np.uint64)
+        x, y, z = x[finite], y[finite], z[finite]
+        ftz = _exact.ftz
+        with np.errstate(all="ignore"):
+            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC_CX), (y, PC_CY), (z, PC_CZ)))
+            q = [ftz(ftz(ftz(f(PC_R0 + 3 * r) * dx) + ftz(f(PC_R0 + 3 * r + 1) * dy))
+                     + ftz(f(PC_R0 + 3 * r + 2) * dz)) for r in range(3)]
+            sx = ftz(ftz(q[0] * f(PC_SCALE)) + f(PC_OX))
+            sy = ftz(ftz(q[1] * f(PC_NSCALE)) + f(PC_OY))
+            m = F32(p[PC_MARGIN])
+            near = (sx >= -m) & (sx < F32(width) + m) & (sy >= -m) & (sy < F32(height) + m)
+            ix = np.floor(np.where(near, sx, 0)).astype(np.int64)
+            iy = np.floor(np.where(near, sy, 0)).astype(np.int64)
+        inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
+        stats["offscreen"] = int((~inside).sum())
+        stats["drawn"] = int(inside.sum())
+        key = (_exact.orderable(ftz(-q[2])).astype(np.uint64) << np.uint64(32)) | idx
+        key, ix, iy = key[near], ix[near], iy[near]
+        depth = np.full(width * height, EMPTY, np.uint64)
+        for dxo, dyo in self._foot:
+            px, py = ix + dxo, iy + dyo
+            ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
+            np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
+        colors = np.full(width * height, p[PC_BG], np.uint32)
+        hit = depth != EMPTY
+        win = (depth[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        mode = p[PC_MODE]
+        if mode == MODE_LABELS:
+            lab = self.labels[win]
+            c = np.where(lab == 0xFFFFFFFF, p[PC_UNLABELLED],
+                         self._palette[lab % np.uint32(len(self._palette))])
+        elif mode == MODE_VALUES:
+            v = self.values[win]
+            ok = _exact.classify(v) == _exact.FINITE
+            li = _exact.lut_index(ftz(np.where(ok, v, F32(0))), f(PC_VLO), f(PC_VSCALE), 255)
+            c = np.where(ok, self._lut[li], p[PC_NAN_COLOR])
+        else:
+            c = np.full(win.shape, p[PC_COLOR], np.uint32)
+        nearest = _exact.from_orderable((depth[hit] >> np.uint64(32)).astype(np.uint32))
+        with np.errstate(all="ignore"):
+            shade = 156 + _exact.lut_index(ftz(-nearest), f(PC_ZMIN), f(PC_ZSCALE), 100)
+        colors[hit] = _exact.shade_rgba(c, shade)
+        return _exact.unpack_rgba(colors).reshape(height, width, 4), stats

@@ -1,0 +1,219 @@
+"""Canvas: an RGBA8 offscreen target holding a grid of panels.
+
+A panel is a rectangle of the canvas image and a *drawable* that fills it.
+Drawables (the views in ``caliper_vk.views``) follow a small protocol:
+
+``bind(device, target, rect)``
+    allocate GPU resources for drawing into ``rect`` of ``target``;
+``prepare()``
+    host-side updates (parameters, data) before a frame is submitted;
+``record(recorder)``
+    record the drawable's passes (called only when the canvas re-records);
+``finish()``
+    read results back (counters) once the frame has completed;
+``stale``
+    True when the recorded commands no longer match its resources;
+``reference(width, height)``
+    the numpy twin's RGBA pixels for a panel of that size;
+``close()``.
+
+The canvas records one command buffer (clear, every panel, copy to a
+host-cached readback buffer) and re-submits it until a drawable is stale.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .commands import Recorder
+from .device import Device
+from .image import StorageImage
+from .memory import Buffer
+
+GAP_COLOR = (10, 10, 12, 255)
+
+
+@dataclass(frozen=True)
+class Rect:
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass
+class Panel:
+    """A drawable placed in a grid cell span of a canvas."""
+
+    drawable: object
+    rect: Rect
+    row: int
+    col: int
+
+
+_default_lock = threading.Lock()
+_default_device: Device | None = None
+
+
+def default_device() -> Device:
+    """The process-wide device (made on first use, closed at exit)."""
+    global _default_device
+    with _default_lock:
+        if _default_device is None or _default_device.handle is None:
+            _default_device = Device()
+            atexit.register(_default_device.close)
+        return _default_device
+
+
+def grid_rects(width: int, height: int, rows: int, cols: int, gap: int) -> list[list[Rect]]:
+    """Integer cell rectangles of a ``rows x cols`` grid with ``gap`` pixels between and around."""
+    def spans(total, n):
+        inner = total - gap * (n + 1)
+        if inner < n:
+            raise ValueError(f"{total} px cannot hold {n} panels with {gap} px gaps")
+        edges = [gap + (inner * k) // n + gap * k for k in range(n + 1)]
+        return [(edges[k], edges[k + 1] - gap - edges[k]) for k in range(n)]
+
+    xs, ys = spans(width, cols), spans(height, rows)
+    return [[Rect(x, y, w, h) for (x, w) in xs] for (y, h) in ys]
+
+
+class Canvas:
+    """An offscreen RGBA8 target of ``width x height`` pixels holding a grid of panels.
+
+    Parameters
+    ----------
+    width, height : int
+        Pixels.
+    rows, cols : int
+        The panel grid.
+    gap : int
+        Pixels between and around panels (filled with the canvas colour).
+    device : Device, optional
+        Borrowed; defaults to :func:`default_device`.
+
+    Examples
+    --------
+    >>> canvas = Canvas(800, 600)
+    >>> canvas.add(view)                               # doctest: +SKIP
+    >>> rgba = canvas.render()                         # (600, 800, 4) uint8
+    >>> canvas.save_png("frame.png")                   # doctest: +SKIP
+    """
+
+    def __init__(self, width: int, height: int, rows: int = 1, cols: int = 1, gap: int = 0,
+                 device: Device | None = None, color=GAP_COLOR):
+        if width < 1 or height < 1 or width > 16384 or height > 16384:
+            raise ValueError(f"canvas size must be 1..16384 px per side, got {width}x{height}")
+        self.device = device or default_device()
+        self.width, self.height = int(width), int(height)
+        self.rows, self.cols, self.gap = rows, cols, gap
+        self.color = tuple(int(c) for c in color)
+        self._cells = grid_rects(self.width, self.height, rows, cols, gap)
+        self.panels: list[Panel] = []
+        self.image = StorageImage(self.device, self.width, self.height)
+        self._readback = Buffer(self.device, self.width * self.height * 4, readback=True)
+        self._recorder = Recorder(self.device)
+        self._recorded = False
+        self.frames = 0
+
+    def cell(self, row: int, col: int, rowspan: int = 1, colspan: int = 1) -> Rect:
+        if not (0 <= row and row + rowspan <= self.rows and 0 <= col and col + colspan <= self.cols):
+            raise IndexError(f"cell ({row}, {col}) span ({rowspan}, {colspan}) is outside the "
+                             f"{self.rows}x{self.cols} grid")
+        a, b = self._cells[row][col], self._cells[row + rowspan - 1][col + colspan - 1]
+        return Rect(a.x, a.y, b.x + b.width - a.x, b.y + b.height - a.y)
+
+    def add(self, drawable, row: int = 0, col: int = 0, rowspan: int = 1, colspan: int = 1):
+        """Place ``drawable`` in a grid cell (span); returns the :class:`Panel`."""
+        rect = self.cell(row, col, rowspan, colspan)
+        for p in self.panels:
+            if p.row == row and p.col == col:
+                raise ValueError(f"cell ({row}, {col}) already holds a panel; remove it first")
+        drawable.bind(self.device, self.image, rect)
+        panel = Panel(drawable, rect, row, col)
+        self.panels.append(panel)
+        self._recorded = False
+        return panel
+
+    def remove(self, panel: Panel) -> None:
+        self.panels.remove(panel)
+        panel.drawable.close()
+        self._recorded = False
+
+    def _record(self) -> None:
+        rec = self._recorder.begin()
+        rec.to_general(self.image)
+        rec.clear(self.image, self.color)
+        rec.barrier()
+        for p in self.panels:
+            p.drawable.record(rec)
+        rec.barrier()
+        rec.copy_image_to_buffer(self.image, self._readback)
+        rec.host_barrier()
+        rec.end()
+        self._recorded = True
+
+    def submit(self) -> int:
+        """Prepare every panel and submit one frame; returns its serial (no CPU wait)."""
+        for p in self.panels:
+            p.drawable.prepare()
+        if not self._recorded or any(p.drawable.stale for p in self.panels):
+            self.device.wait()  # the command buffer may still be executing
+            self._record()
+        self._serial = self.device.submit([self._recorder.handle])
+        return self._serial
+
+    def render(self) -> np.ndarray:
+        """Draw one frame and return it as a ``(height, width, 4)`` uint8 RGBA array."""
+        serial = self.submit()
+        self.device.wait(serial)
+        for p in self.panels:
+            p.drawable.finish()
+        self.frames += 1
+        return self.pixels()
+
+    def pixels(self) -> np.ndarray:
+        """A copy of the last completed frame."""
+        return self._readback.view(np.uint8, self.width * self.height * 4).reshape(
+            self.height, self.width, 4).copy()
+
+    def reference(self) -> np.ndarray:
+        """The numpy twin of :meth:`render`: every panel's reference composed the same way."""
+        out = np.empty((self.height, self.width, 4), np.uint8)
+        out[:] = self.color
+        for p in self.panels:
+            r = p.rect
+            out[r.y : r.y + r.height, r.x : r.x + r.width] = p.drawable.reference(r.width, r.height)
+        return out
+
+    def save_png(self, path, rgba: np.ndarray | None = None) -> Path:
+        """Render (unless ``rgba`` is given) and write a PNG; returns the path."""
+        from PIL import Image
+
+        rgba = self.render() if rgba is None else rgba
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rgba, "RGBA").save(path)
+        return path
+
+    def close(self) -> None:
+        if self.image is None:
+            return
+        for p in self.panels:
+            p.drawable.close()
+        self.panels.clear()
+        self._recorder.close()
+        self._readback.close()
+        self.image.close()
+        self.image = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,125 @@
+"""Command recording: the small vocabulary views use to describe their passes.
+
+Views never call ``vk*`` themselves; they record through a :class:`Recorder`
+(fill, dispatch, barrier, clear, copy). A recorded command buffer is reused
+frame after frame until its owner marks it stale (a resource changed).
+"""
+
+from __future__ import annotations
+
+import vulkan as vk
+
+from ._vk import WHOLE_SIZE, new
+from .device import Device
+from .image import StorageImage, subresource_range
+
+
+class Recorder:
+    """Records one primary command buffer. States: recording → ended → closed."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.handle = device.allocate_command_buffer()
+        self.recording = False
+
+    def begin(self) -> Recorder:
+        vk.vkResetCommandBuffer(self.handle, 0)
+        vk.vkBeginCommandBuffer(self.handle, new("VkCommandBufferBeginInfo"))
+        self.recording = True
+        return self
+
+    def end(self) -> None:
+        vk.vkEndCommandBuffer(self.handle)
+        self.recording = False
+
+    # -- commands -------------------------------------------------------------------
+    def fill(self, buffer, value: int = 0, offset: int = 0, size: int = WHOLE_SIZE) -> None:
+        """Fill ``buffer`` with the 32-bit word ``value``."""
+        vk.vkCmdFillBuffer(self.handle, buffer.handle, offset, size, value & 0xFFFFFFFF)
+
+    def barrier(self) -> None:
+        """Make all earlier compute/transfer writes visible to later compute/transfer work."""
+        mb = new(
+            "VkMemoryBarrier",
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+        )
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        vk.vkCmdPipelineBarrier(self.handle, stages, stages, 0, 1, mb, 0, None, 0, None)
+
+    def host_barrier(self) -> None:
+        """Make earlier writes visible to the host (before reading mapped memory)."""
+        mb = new(
+            "VkMemoryBarrier",
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            dstAccessMask=vk.VK_ACCESS_HOST_READ_BIT,
+        )
+        vk.vkCmdPipelineBarrier(
+            self.handle,
+            vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+            vk.VK_PIPELINE_STAGE_HOST_BIT, 0, 1, mb, 0, None, 0, None,
+        )
+
+    def to_general(self, image: StorageImage) -> None:
+        """Transition ``image`` into GENERAL layout (once; later calls are barriers)."""
+        ib = new(
+            "VkImageMemoryBarrier",
+            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+            | vk.VK_ACCESS_TRANSFER_READ_BIT,
+            dstAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+            oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+            newLayout=vk.VK_IMAGE_LAYOUT_GENERAL,
+            srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+            image=image.handle,
+            subresourceRange=subresource_range(),
+        )
+        stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        vk.vkCmdPipelineBarrier(self.handle, stages, stages, 0, 0, None, 0, None, 1, ib)
+        image.layout = vk.VK_IMAGE_LAYOUT_GENERAL
+
+    def clear(self, image: StorageImage, rgba) -> None:
+        """Clear an integer image to ``rgba`` (four ints)."""
+        color = new("VkClearColorValue")
+        for i, c in enumerate(rgba):
+            color.uint32[i] = int(c)
+        vk.vkCmdClearColorImage(
+            self.handle, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, color, 1, subresource_range()
+        )
+
+    def dispatch(self, descriptor_set, x: int, y: int = 1, z: int = 1) -> None:
+        pipeline = descriptor_set.pipeline
+        vk.vkCmdBindPipeline(self.handle, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
+        vk.vkCmdBindDescriptorSets(
+            self.handle, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1,
+            [descriptor_set.handle], 0, None,
+        )
+        if x and y and z:
+            vk.vkCmdDispatch(self.handle, x, y, z)
+
+    def copy_image_to_buffer(self, image: StorageImage, buffer) -> None:
+        region = new(
+            "VkBufferImageCopy",
+            bufferOffset=0,
+            bufferRowLength=0,
+            bufferImageHeight=0,
+            imageSubresource=new(
+                "VkImageSubresourceLayers",
+                aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT,
+                mipLevel=0,
+                baseArrayLayer=0,
+                layerCount=1,
+            ),
+            imageOffset=new("VkOffset3D", x=0, y=0, z=0),
+            imageExtent=new("VkExtent3D", width=image.width, height=image.height, depth=1),
+        )
+        vk.vkCmdCopyImageToBuffer(
+            self.handle, image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, buffer.handle, 1, region
+        )
+
+    def close(self) -> None:
+        if getattr(self, "handle", None) is None:
+            return
+        handle, self.handle = self.handle, None
+        self.device.free_command_buffer(handle)

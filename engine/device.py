@@ -1,0 +1,233 @@
+"""Logical device, queue, submissions and deferred destruction.
+
+Feature negotiation: the engine asks for Vulkan 1.2's timeline semaphores and
+64-bit buffer atomics when the device has them, and for every optional
+extension in :data:`~.instance.OPTIONAL_DEVICE_EXTENSIONS` it advertises
+(``VK_KHR_portability_subset`` must be enabled whenever it is advertised).
+What was enabled is recorded in :attr:`Device.features` and
+:attr:`Device.extensions`; views that need a feature check it and say so.
+
+Deferred release: GPU objects are never destroyed while a submission that may
+use them is in flight. :meth:`Device.retire` queues a destroy callback tagged
+with the serial of the newest submission; :meth:`Device.collect` (called on
+every submit and on close) runs the callbacks whose serial has completed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+import vulkan as vk
+
+from ._vk import UINT64_MAX, VulkanError, new
+from .instance import OPTIONAL_DEVICE_EXTENSIONS, Instance, NoDeviceError, PhysicalDeviceInfo
+
+
+class Device:
+    """A ``VkDevice`` with one compute-capable queue. States: open → closed.
+
+    Parameters
+    ----------
+    instance : Instance, optional
+        Borrowed; must outlive the device. A private one is made when omitted
+        (and closed with the device).
+    choice : str, optional
+        Forces the physical device (see :meth:`Instance.select`).
+    """
+
+    def __init__(self, instance: Instance | None = None, choice: str | None = None):
+        self._own_instance = instance is None
+        self.instance = instance or Instance()
+        try:
+            self.info: PhysicalDeviceInfo = self.instance.select(choice)
+            self._create()
+        except Exception:
+            if self._own_instance:
+                self.instance.close()
+            raise
+
+    def _create(self) -> None:
+        info = self.info
+        pd = info.handle
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
+        family = next(
+            (i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT), None
+        )
+        if family is None:
+            raise NoDeviceError(f"{info.name} has no compute queue")
+        self.queue_family = family
+        self.extensions = tuple(e for e in OPTIONAL_DEVICE_EXTENSIONS if info.has(e))
+        f12 = new(
+            "VkPhysicalDeviceVulkan12Features",
+            timelineSemaphore=int(info.timeline_semaphore),
+            shaderBufferInt64Atomics=int(info.buffer_int64_atomics),
+        )
+        base = vk.vkGetPhysicalDeviceFeatures(pd)
+        features = new(
+            "VkPhysicalDeviceFeatures2",
+            pNext=f12,
+        )
+        features.features.shaderInt64 = base.shaderInt64
+        self.features = {
+            "timeline_semaphore": info.timeline_semaphore,
+            "buffer_int64_atomics": info.buffer_int64_atomics,
+            "shader_int64": bool(base.shaderInt64),
+        }
+        queue_info = new(
+            "VkDeviceQueueCreateInfo", queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0]
+        )
+        create = new(
+            "VkDeviceCreateInfo",
+            pNext=features,
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue_info],
+            enabledExtensionCount=len(self.extensions),
+            ppEnabledExtensionNames=list(self.extensions) or None,
+        )
+        self.handle = vk.vkCreateDevice(pd, create, None)
+        self.queue = vk.vkGetDeviceQueue(self.handle, family, 0)
+        self.memory = vk.vkGetPhysicalDeviceMemoryProperties(pd)
+        pool_info = new(
+            "VkCommandPoolCreateInfo",
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            queueFamilyIndex=family,
+        )
+        self.command_pool = vk.vkCreateCommandPool(self.handle, pool_info, None)
+        self._lock = threading.RLock()
+        self._serial = 0  # serial of the newest submission
+        self._inflight: deque = deque()  # (serial, fence)
+        self._completed = 0
+        self._retired: deque = deque()  # (serial, callback)
+        self._free_fences: list = []
+
+    # -- memory types --------------------------------------------------------------
+    def memory_type(self, type_bits: int, want: int, fallback: int | None = None) -> int:
+        """Index of the first memory type allowed by ``type_bits`` with ``want`` flags."""
+        for i in range(self.memory.memoryTypeCount):
+            flags = self.memory.memoryTypes[i].propertyFlags
+            if type_bits & (1 << i) and flags & want == want:
+                return i
+        if fallback is not None:
+            return self.memory_type(type_bits, fallback)
+        raise VulkanError(f"no memory type with flags {want:#x} among bits {type_bits:#x}")
+
+    # -- command buffers and submission ------------------------------------------
+    def allocate_command_buffer(self):
+        info = new(
+            "VkCommandBufferAllocateInfo",
+            commandPool=self.command_pool,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            commandBufferCount=1,
+        )
+        with self._lock:
+            return vk.vkAllocateCommandBuffers(self.handle, info)[0]
+
+    def free_command_buffer(self, cb) -> None:
+        def free():
+            vk.vkFreeCommandBuffers(self.handle, self.command_pool, 1, [cb])
+
+        self.retire(free)
+
+    def _fence(self):
+        if self._free_fences:
+            fence = self._free_fences.pop()
+            vk.vkResetFences(self.handle, 1, [fence])
+            return fence
+        return vk.vkCreateFence(self.handle, new("VkFenceCreateInfo"), None)
+
+    def submit(self, command_buffers, wait=(), signal=()) -> int:
+        """Submit and return the submission's serial.
+
+        ``wait`` and ``signal`` are sequences of ``(TimelineSemaphore, value)``;
+        waits are at the compute stage. The CPU never waits here.
+        """
+        with self._lock:
+            self.collect()
+            fence = self._fence()
+            stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(wait)
+            timeline = new(
+                "VkTimelineSemaphoreSubmitInfo",
+                waitSemaphoreValueCount=len(wait),
+                pWaitSemaphoreValues=[v for _, v in wait] or None,
+                signalSemaphoreValueCount=len(signal),
+                pSignalSemaphoreValues=[v for _, v in signal] or None,
+            )
+            info = new(
+                "VkSubmitInfo",
+                pNext=timeline if (wait or signal) else None,
+                waitSemaphoreCount=len(wait),
+                pWaitSemaphores=[s.handle for s, _ in wait] or None,
+                pWaitDstStageMask=stages or None,
+                commandBufferCount=len(command_buffers),
+                pCommandBuffers=list(command_buffers),
+                signalSemaphoreCount=len(signal),
+                pSignalSemaphores=[s.handle for s, _ in signal] or None,
+            )
+            vk.vkQueueSubmit(self.queue, 1, info, fence)
+            self._serial += 1
+            self._inflight.append((self._serial, fence))
+            return self._serial
+
+    def is_done(self, serial: int) -> bool:
+        with self._lock:
+            self.collect()
+            return serial <= self._completed
+
+    def wait(self, serial: int | None = None, timeout_ns: int = UINT64_MAX) -> None:
+        """Block until submission ``serial`` (default: the newest) has finished."""
+        with self._lock:
+            serial = self._serial if serial is None else serial
+            fences = [f for s, f in self._inflight if s <= serial]
+        if fences:
+            vk.vkWaitForFences(self.handle, len(fences), fences, vk.VK_TRUE, timeout_ns)
+        self.collect()
+
+    def collect(self) -> None:
+        """Recycle finished fences and run destroy callbacks that are now safe."""
+        with self._lock:
+            while self._inflight:
+                serial, fence = self._inflight[0]
+                try:
+                    vk.vkGetFenceStatus(self.handle, fence)
+                except vk.VkNotReady:
+                    break
+                self._inflight.popleft()
+                self._free_fences.append(fence)
+                self._completed = serial
+            while self._retired and self._retired[0][0] <= self._completed:
+                self._retired.popleft()[1]()
+
+    def retire(self, callback) -> None:
+        """Run ``callback`` once every submission made so far has finished."""
+        with self._lock:
+            self._retired.append((self._serial, callback))
+            self.collect()
+
+    @property
+    def pending_releases(self) -> int:
+        return len(self._retired)
+
+    # -- lifetime -----------------------------------------------------------------
+    def close(self) -> None:
+        if getattr(self, "handle", None) is None:
+            return
+        self.wait()
+        vk.vkDeviceWaitIdle(self.handle)
+        with self._lock:
+            while self._retired:
+                self._retired.popleft()[1]()
+            for fence in self._free_fences:
+                vk.vkDestroyFence(self.handle, fence, None)
+            self._free_fences.clear()
+            vk.vkDestroyCommandPool(self.handle, self.command_pool, None)
+            handle, self.handle = self.handle, None
+            vk.vkDestroyDevice(handle, None)
+        if self._own_instance:
+            self.instance.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,277 @@
+"""Vulkan instance, validation messages and physical-device selection.
+
+The instance enables ``VK_KHR_portability_enumeration`` when the loader has it
+(MoltenVK devices are only listed with it), and the Khronos validation layer
+plus a ``VK_EXT_debug_utils`` messenger when validation is requested
+(``CALIPER_VK_VALIDATION=1``, which the test suite sets). Validation messages
+of error severity are collected in :attr:`Instance.validation_errors` so a
+test can fail on exactly the call that caused one.
+
+Device choice: a discrete GPU first, then an integrated one, then any other
+(lavapipe is a "CPU" device). ``CALIPER_VK_DEVICE`` forces the choice: an
+index into the enumeration order, or a case-insensitive substring of the
+device name (``llvmpipe``, ``nvidia``), or one of ``discrete``, ``integrated``,
+``cpu``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+import vulkan as vk
+
+from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
+
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+DEVICE_ENV = "CALIPER_VK_DEVICE"
+VALIDATION_ENV = "CALIPER_VK_VALIDATION"
+
+_TYPE_NAMES = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated",
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual",
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "cpu",
+    vk.VK_PHYSICAL_DEVICE_TYPE_OTHER: "other",
+}
+_PREFERENCE = {"discrete": 0, "integrated": 1, "virtual": 2, "cpu": 3, "other": 4}
+
+# Device extensions the engine uses when present; none is required.
+OPTIONAL_DEVICE_EXTENSIONS = (
+    "VK_EXT_external_memory_host",
+    "VK_KHR_external_memory_fd",
+    "VK_KHR_external_semaphore_fd",
+    "VK_KHR_external_memory_win32",
+    "VK_KHR_external_semaphore_win32",
+    "VK_EXT_metal_objects",
+    "VK_KHR_portability_subset",
+    "VK_KHR_swapchain",
+)
+
+
+class NoDeviceError(RuntimeError):
+    """No usable Vulkan device; the message says what to install or set."""
+
+
+def validation_requested() -> bool:
+    return os.environ.get(VALIDATION_ENV, "") not in ("", "0", "false", "no")
+
+
+@dataclass
+class PhysicalDeviceInfo:
+    """What a physical device is and what it can do (read, never changed)."""
+
+    handle: object = field(repr=False)
+    index: int
+    name: str
+    kind: str
+    api_version: str
+    api_version_int: int
+    driver_name: str
+    driver_info: str
+    vendor_id: int
+    device_uuid: bytes
+    extensions: frozenset = field(repr=False)
+    timeline_semaphore: bool
+    buffer_int64_atomics: bool
+    max_storage_buffer_range: int
+    max_compute_workgroup_count: tuple
+    host_pointer_alignment: int
+
+    def has(self, extension: str) -> bool:
+        return extension in self.extensions
+
+
+def _query(handle, index: int) -> PhysicalDeviceInfo:
+    props = vk.vkGetPhysicalDeviceProperties(handle)
+    exts = frozenset(e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(handle, None))
+    ids = new("VkPhysicalDeviceIDProperties")
+    driver = new("VkPhysicalDeviceDriverProperties")
+    host = new("VkPhysicalDeviceExternalMemoryHostPropertiesEXT")
+    if "VK_EXT_external_memory_host" in exts:
+        chain(ids, driver, host)
+    else:
+        chain(ids, driver)
+    props2 = new("VkPhysicalDeviceProperties2", pNext=ids)
+    vk.vkGetPhysicalDeviceProperties2(handle, props2)
+    f12 = new("VkPhysicalDeviceVulkan12Features")
+    feats = new("VkPhysicalDeviceFeatures2", pNext=f12)
+    if props.apiVersion >= api_version(1, 2):
+        vk.vkGetPhysicalDeviceFeatures2(handle, feats)
+    limits = props.limits
+    kind = _TYPE_NAMES.get(props.deviceType, "other")
+    return PhysicalDeviceInfo(
+        handle=handle,
+        index=index,
+        name=props.deviceName,
+        kind=kind,
+        api_version=version_str(props.apiVersion),
+        api_version_int=props.apiVersion,
+        driver_name=cstr(driver.driverName),
+        driver_info=cstr(driver.driverInfo),
+        vendor_id=props.vendorID,
+        device_uuid=bytes(ffi.buffer(ids.deviceUUID)),
+        extensions=exts,
+        timeline_semaphore=bool(f12.timelineSemaphore),
+        buffer_int64_atomics=bool(f12.shaderBufferInt64Atomics),
+        max_storage_buffer_range=int(limits.maxStorageBufferRange),
+        max_compute_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
+        host_pointer_alignment=(
+            int(host.minImportedHostPointerAlignment) if "VK_EXT_external_memory_host" in exts else 0
+        ),
+    )
+
+
+class Instance:
+    """A ``VkInstance`` with optional validation. States: created → closed.
+
+    Parameters
+    ----------
+    validation : bool, optional
+        Enable the Khronos validation layer; defaults to ``CALIPER_VK_VALIDATION``.
+    extensions : list of str
+        Extra instance extensions (for example the surface extensions GLFW asks for).
+    """
+
+    def __init__(self, validation: bool | None = None, extensions=()):
+        self.validation = validation_requested() if validation is None else validation
+        available = {e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties(None)}
+        layers_available = {layer.layerName for layer in vk.vkEnumerateInstanceLayerProperties()}
+        wanted = list(extensions)
+        flags = 0
+        if "VK_KHR_portability_enumeration" in available:
+            wanted.append("VK_KHR_portability_enumeration")
+            flags |= vk.VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+        if "VK_KHR_get_physical_device_properties2" in available:
+            wanted.append("VK_KHR_get_physical_device_properties2")
+        layers = []
+        self.validation_errors: list[str] = []
+        self.validation_warnings: list[str] = []
+        self._lock = threading.Lock()
+        if self.validation:
+            if VALIDATION_LAYER not in layers_available:
+                raise NoDeviceError(
+                    "validation was requested but the Khronos validation layer is not installed; "
+                    "install it (Debian/Ubuntu: apt-get install vulkan-validationlayers) "
+                    f"or unset {VALIDATION_ENV}"
+                )
+            layers.append(VALIDATION_LAYER)
+            wanted.append("VK_EXT_debug_utils")
+        missing = [e for e in wanted if e not in available]
+        if missing:
+            raise NoDeviceError(f"the Vulkan loader lacks instance extensions {missing}")
+        self.extensions = tuple(dict.fromkeys(wanted))
+        app = new(
+            "VkApplicationInfo",
+            pApplicationName="caliper-vk",
+            applicationVersion=1,
+            pEngineName="caliper-vk",
+            engineVersion=1,
+            apiVersion=api_version(1, 3),
+        )
+        self._callback = None
+        messenger_info = None
+        if self.validation:
+            self._callback = self._on_message
+            messenger_info = new(
+                "VkDebugUtilsMessengerCreateInfoEXT",
+                messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            )
+            # The package wraps Python callables into C callbacks for this field.
+            messenger_info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+                messageSeverity=messenger_info.messageSeverity,
+                messageType=messenger_info.messageType,
+                pfnUserCallback=self._callback,
+            )
+        info = new(
+            "VkInstanceCreateInfo",
+            flags=flags,
+            pApplicationInfo=app,
+            enabledLayerCount=len(layers),
+            ppEnabledLayerNames=layers or None,
+            enabledExtensionCount=len(self.extensions),
+            ppEnabledExtensionNames=list(self.extensions) or None,
+        )
+        try:
+            self.handle = vk.vkCreateInstance(info, None)
+        except vk.VkError as exc:
+            raise NoDeviceError(
+                f"could not create a Vulkan instance ({type(exc).__name__}); is a Vulkan driver "
+                "installed? Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers"
+            ) from exc
+        self._messenger = None
+        if messenger_info is not None:
+            create = instance_proc(self.handle, "vkCreateDebugUtilsMessengerEXT")
+            self._messenger = create(self.handle, messenger_info, None)
+            self._messenger_info = messenger_info
+        self._devices: list[PhysicalDeviceInfo] | None = None
+
+    # -- validation -------------------------------------------------------------
+    def _on_message(self, severity, types, data, user_data):
+        text = ffi.string(data.pMessage).decode(errors="replace")
+        with self._lock:
+            if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT:
+                self.validation_errors.append(text)
+            else:
+                self.validation_warnings.append(text)
+        return 0
+
+    # -- devices ------------------------------------------------------------------
+    def physical_devices(self) -> list[PhysicalDeviceInfo]:
+        if self._devices is None:
+            handles = vk.vkEnumeratePhysicalDevices(self.handle)
+            self._devices = [_query(h, i) for i, h in enumerate(handles)]
+        return self._devices
+
+    def select(self, choice: str | None = None) -> PhysicalDeviceInfo:
+        """Pick a device: ``choice``, else ``CALIPER_VK_DEVICE``, else best kind."""
+        devices = [d for d in self.physical_devices() if d.api_version_int >= api_version(1, 2)]
+        if not devices:
+            names = [f"{d.name} (Vulkan {d.api_version})" for d in self.physical_devices()]
+            raise NoDeviceError(
+                "no Vulkan 1.2 device found"
+                + (f"; found only {names}" if names else "")
+                + ". Debian/Ubuntu: apt-get install mesa-vulkan-drivers gives lavapipe, a CPU device"
+            )
+        choice = choice if choice is not None else os.environ.get(DEVICE_ENV) or None
+        if choice is None:
+            return min(devices, key=lambda d: (_PREFERENCE[d.kind], d.index))
+        text = choice.strip().lower()
+        if text.isdigit():
+            for d in devices:
+                if d.index == int(text):
+                    return d
+        elif text in _PREFERENCE:
+            for d in devices:
+                if d.kind == text:
+                    return d
+        else:
+            for d in devices:
+                if text in d.name.lower():
+                    return d
+        listing = ", ".join(f"{d.index}: {d.name} ({d.kind})" for d in devices)
+        raise NoDeviceError(
+            f"{DEVICE_ENV}={choice!r} matches no device; available: {listing}. "
+            "Use an index, a part of the name, or discrete/integrated/cpu."
+        )
+
+    def close(self) -> None:
+        if getattr(self, "handle", None) is None:
+            return
+        handle, self.handle = self.handle, None
+        if self._messenger is not None:
+            destroy = instance_proc(handle, "vkDestroyDebugUtilsMessengerEXT")
+            destroy(handle, self._messenger, None)
+            self._messenger = None
+        vk.vkDestroyInstance(handle, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,142 @@
+"""Built-in GLSL compute shaders and the SPIR-V compiler front end.
+
+Built-in shaders (``*.comp`` here, with shared ``*.glsl`` includes) are
+compiled to SPIR-V when the package is built (``setup.py`` runs
+:func:`build_all`, which validates every module with ``spirv-val``) and ship
+in ``spv/`` beside this file. At run time :func:`load` reads them from there.
+In a source checkout whose ``spv/`` is missing or older than the sources,
+:func:`load` compiles on demand into the same folder, so editing a shader and
+re-running a test is enough.
+
+User shader modules (custom panels) go through :func:`compile_glsl`, cached
+by a hash of the source, defines and compiler version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SPV_DIR = HERE / "spv"
+TARGET_ENV = "vulkan1.2"
+
+
+class ShaderCompileError(RuntimeError):
+    """A GLSL source failed to compile; the message carries file:line diagnostics."""
+
+
+class CompilerMissingError(RuntimeError):
+    """No GLSL compiler was found."""
+
+
+def find_compiler() -> list[str]:
+    """The command line prefix of an available GLSL compiler (glslc, then glslangValidator)."""
+    if path := shutil.which("glslc"):
+        return [path]
+    if path := shutil.which("glslangValidator"):
+        return [path]
+    raise CompilerMissingError(
+        "no GLSL compiler found: install glslc (Debian/Ubuntu: apt-get install glslc) "
+        "or glslang-tools, or use an installed caliper-vk wheel, which ships compiled shaders"
+    )
+
+
+def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[str]:
+    flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    if Path(compiler[0]).name.startswith("glslc"):
+        return [*compiler, f"--target-env={TARGET_ENV}", "-O", *flags, "-I", str(HERE),
+                "-o", str(out), str(src)]
+    return [*compiler, "-V", "--target-env", TARGET_ENV, *flags, "-I" + str(HERE),
+            "-o", str(out), str(src)]
+
+
+def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
+    """Compile one GLSL file to SPIR-V at ``out``; raise with the compiler's diagnostics."""
+    cmd = _command(find_compiler(), Path(src), Path(out), defines or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ShaderCompileError(f"compiling {src} failed:\n{proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def validate(spv: Path) -> None:
+    """Run ``spirv-val`` on a module (when installed); raise on failure."""
+    tool = shutil.which("spirv-val")
+    if tool is None:
+        return
+    proc = subprocess.run([tool, "--target-env", TARGET_ENV, str(spv)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ShaderCompileError(f"spirv-val rejected {spv.name}:\n{proc.stderr.strip()}")
+
+
+def sources() -> list[Path]:
+    return sorted(HERE.glob("*.comp"))
+
+
+def _stale(src: Path, spv: Path) -> bool:
+    if not spv.exists():
+        return True
+    newest = max([src.stat().st_mtime, *(p.stat().st_mtime for p in HERE.glob("*.glsl"))])
+    return spv.stat().st_mtime < newest
+
+
+def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[Path]:
+    """Compile and validate every built-in shader into ``out_dir``."""
+    if require_validator and shutil.which("spirv-val") is None:
+        raise CompilerMissingError("spirv-val not found (Debian/Ubuntu: apt-get install spirv-tools)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = []
+    for src in sources():
+        spv = out_dir / (src.stem + ".spv")
+        compile_file(src, spv)
+        validate(spv)
+        built.append(spv)
+    return built
+
+
+def load(name: str) -> bytes:
+    """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``)."""
+    spv = SPV_DIR / f"{name}.spv"
+    src = HERE / f"{name}.comp"
+    if src.exists() and _stale(src, spv):
+        SPV_DIR.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp_spv = Path(tmp) / spv.name
+            compile_file(src, tmp_spv)
+            validate(tmp_spv)
+            shutil.move(tmp_spv, spv)
+    if not spv.exists():
+        raise FileNotFoundError(f"built-in shader {name!r} is not in {SPV_DIR}; reinstall caliper-vk")
+    return spv.read_bytes()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "caliper-vk" / "spv"
+
+
+def compile_glsl(source: str, name: str = "module.comp", defines: dict | None = None) -> bytes:
+    """Compile GLSL text to SPIR-V, cached by source hash (for user shader modules)."""
+    compiler = find_compiler()
+    key = hashlib.sha256(
+        "\0".join([source, repr(sorted((defines or {}).items())), compiler[0]]).encode()
+    ).hexdigest()[:32]
+    cached = cache_dir() / f"{key}.spv"
+    if cached.exists():
+        return cached.read_bytes()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / Path(name).name
+        if src.suffix != ".comp":
+            src = src.with_suffix(".comp")
+        src.write_text(source)
+        out = Path(tmp) / "out.spv"
+        compile_file(src, out, defines)
+        validate(out)
+        shutil.copyfile(out, cached)
+    return cached.read_bytes()

@@ -1,0 +1,65 @@
+// Determinism helpers shared by the built-in views.
+//
+// The exact-path rules (docs/determinism.md): float math is only + - * and
+// conversions, each result flushed by ftz() so that drivers which keep
+// subnormals and drivers which flush them agree; classification by bit tests;
+// no division or transcendental functions; colours are packed RGBA8 words
+// (r | g << 8 | b << 16 | a << 24) looked up from host-made tables.
+
+const uint CLASS_FINITE = 0u;
+const uint CLASS_NAN = 1u;
+const uint CLASS_POSINF = 2u;
+const uint CLASS_NEGINF = 3u;
+
+uint classify(float v) {
+    uint b = floatBitsToUint(v);
+    if ((b & 0x7F800000u) != 0x7F800000u) return CLASS_FINITE;
+    if ((b & 0x007FFFFFu) != 0u) return CLASS_NAN;
+    return (b & 0x80000000u) != 0u ? CLASS_NEGINF : CLASS_POSINF;
+}
+
+// Subnormals and -0 become +0; everything else is returned unchanged.
+float ftz(float v) {
+    return (floatBitsToUint(v) & 0x7F800000u) == 0u ? 0.0 : v;
+}
+
+// A uint whose unsigned order is the float order (for atomicMin depth keys).
+uint orderable(float v) {
+    uint b = floatBitsToUint(v);
+    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+}
+
+float from_orderable(uint k) {
+    return uintBitsToFloat((k & 0x80000000u) != 0u ? (k & 0x7FFFFFFFu) : ~k);
+}
+
+// Index into a table of last+1 entries for a finite v: round((v - lo) * scale), clamped.
+uint lut_index(float v, float lo, float scale, uint last) {
+    precise float d = ftz(v - lo);
+    precise float t = ftz(d * scale);
+    if (!(t > 0.0)) return 0u;
+    if (t >= float(last)) return last;
+    precise float r = ftz(t + 0.5);
+    return uint(r);
+}
+
+uvec4 unpack_rgba(uint c) {
+    return uvec4(c & 255u, (c >> 8) & 255u, (c >> 16) & 255u, c >> 24);
+}
+
+// Scale the RGB channels of a packed colour by shade/256 (integer math).
+uint shade_rgba(uint c, uint shade) {
+    uint r = ((c & 255u) * shade) >> 8;
+    uint g = (((c >> 8) & 255u) * shade) >> 8;
+    uint b = (((c >> 16) & 255u) * shade) >> 8;
+    return r | (g << 8) | (b << 16) | (c & 0xFF000000u);
+}
+
+// The flat index of this invocation in a 1-D job dispatched as a 2-D grid
+// (workgroup counts are capped at 65535 per dimension). Include this file
+// after the "layout(local_size_x = ...) in;" line: before it,
+// gl_WorkGroupSize still reads as (1, 1, 1).
+uint linear_invocation() {
+    return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x
+        + gl_LocalInvocationID.x;
+}

@@ -1,0 +1,23 @@
+// Word offsets into the heatmap parameter buffer (uint words; floats by bits).
+// Mirrored by caliper_vk/views/heatmap.py (HeatmapParams); keep in step.
+#define HM_ROWS 0
+#define HM_COLS 1
+#define HM_W 2
+#define HM_H 3
+#define HM_RECT_X 4
+#define HM_RECT_Y 5
+#define HM_N 6
+#define HM_LO 7
+#define HM_SCALE 8
+#define HM_HI 9
+#define HM_NAN_COLOR 10
+#define HM_POSINF_COLOR 11
+#define HM_NEGINF_COLOR 12
+
+#define ST_NAN 0
+#define ST_POSINF 1
+#define ST_NEGINF 2
+#define ST_BELOW 3
+#define ST_ABOVE 4
+
+#define f(k) uintBitsToFloat(P[k])

@@ -1,0 +1,34 @@
+"""Build hook: compile the built-in GLSL shaders to SPIR-V (validated by spirv-val).
+
+The compiled modules land in ``engine/shaders/spv/`` and ship in the wheel as
+package data of ``caliper_vk.engine.shaders``; an installed wheel never needs a
+GLSL compiler. Everything else is declared in ``pyproject.toml``.
+"""
+
+import importlib.util
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+
+
+def _shader_module():
+    spec = importlib.util.spec_from_file_location(
+        "_caliper_shader_build", HERE / "engine" / "shaders" / "__init__.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildPyWithShaders(build_py):
+    def run(self):
+        shaders = _shader_module()
+        built = shaders.build_all(shaders.SPV_DIR)
+        self.announce(f"compiled {len(built)} shaders to SPIR-V", level=2)
+        super().run()
+
+
+setup(cmdclass={"build_py": BuildPyWithShaders})
