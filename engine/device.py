@@ -57,7 +57,10 @@ class Device:
         if family is None:
             raise NoDeviceError(f"{info.name} has no compute queue")
         self.queue_family = family
-        self.extensions = tuple(e for e in OPTIONAL_DEVICE_EXTENSIONS if info.has(e))
+        # A swapchain needs the instance's surface extension (a windowed session asks for it).
+        has_surface = "VK_KHR_surface" in self.instance.extensions
+        self.extensions = tuple(e for e in OPTIONAL_DEVICE_EXTENSIONS if info.has(e)
+                                and (e != "VK_KHR_swapchain" or has_surface))
         f12 = new(
             "VkPhysicalDeviceVulkan12Features",
             timelineSemaphore=int(info.timeline_semaphore),

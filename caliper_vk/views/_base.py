@@ -37,7 +37,7 @@ def groups_1d(n: int, local: int = 256) -> tuple[int, int]:
     return MAX_GROUPS, -(-total // MAX_GROUPS)
 
 
-def value_range(data: np.ndarray, spec) -> tuple[float, float]:
+def resolve_range(data: np.ndarray, spec) -> tuple[float, float]:
     """The (lo, hi) a colormap spans: ``"auto"``, ``"symmetric"`` or ``(lo, hi)``.
 
     Only finite values count; with none, ``(0, 1)``. A zero-width range is

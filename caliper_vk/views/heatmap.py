@@ -18,12 +18,13 @@ import numpy as np
 from .. import colormaps
 from .._arrays import as_float32
 from . import _exact
-from ._base import ViewBase, groups_1d, lut_scale, pipeline, value_range
+from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 (HM_ROWS, HM_COLS, HM_W, HM_H, HM_RECT_X, HM_RECT_Y, HM_N, HM_LO, HM_SCALE, HM_HI,
- HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR) = range(13)
-N_PARAMS = 13
+ HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR, HM_BG) = range(14)
+N_PARAMS = 14
+BACKGROUND = (22, 22, 26, 255)
 
 NAN_COLOR = (255, 0, 255, 255)
 POSINF_COLOR = (255, 255, 255, 255)
@@ -48,12 +49,7 @@ class Heatmap(ViewBase):
         super().__init__()
         self._lut = colormaps.lut(colormap)
         self.colormap = colormap
-        value_range_check = value_range
-        if not isinstance(value_range_check, str):
-            value_range(np.zeros(1, F32), value_range_check)  # validate early
-        elif value_range_check not in ("auto", "symmetric"):
-            raise ValueError(
-                f"value_range {value_range!r} is not one of 'auto', 'symmetric' or (lo, hi)")
+        resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here, not at draw time
         self.value_range = value_range
         self.shape = shape
         self.data = np.zeros((1, 1), F32)
@@ -76,7 +72,7 @@ class Heatmap(ViewBase):
 
     @property
     def range(self) -> tuple[float, float]:
-        return value_range(self.data, self.value_range)
+        return resolve_range(self.data, self.value_range)
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
         rows, cols = self.data.shape
@@ -88,13 +84,14 @@ class Heatmap(ViewBase):
         p[HM_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
         p[HM_POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
         p[HM_NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
+        p[HM_BG] = _exact.pack_rgba(BACKGROUND)
         return p
 
     # -- drawable protocol ----------------------------------------------------------------
     def prepare(self) -> None:
         r = self.rect
         self._upload("params", self.params(r.width, r.height, r.x, r.y))
-        self._upload("data", self.data)
+        self._upload("data", self.data if self.data.size else np.zeros(1, F32))
         self._upload("colors", self._lut)
         self._buffer("stats", 32)
         if getattr(self, "_recorded_n", None) != self.data.size:
@@ -136,6 +133,10 @@ class Heatmap(ViewBase):
                  "neginf": int((cls == _exact.NEGINF).sum()),
                  "below": int((finite & (fin < lo)).sum()),
                  "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
+        if flat.size == 0:
+            rgba = np.empty((height, width, 4), np.uint8)
+            rgba[:] = BACKGROUND
+            return rgba, stats
         r = (np.arange(height, dtype=np.uint64) * np.uint64(rows)) // np.uint64(height)
         c = (np.arange(width, dtype=np.uint64) * np.uint64(cols)) // np.uint64(width)
         cell = (r[:, None] * np.uint64(cols) + c[None, :]).astype(np.int64)

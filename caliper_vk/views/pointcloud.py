@@ -22,7 +22,7 @@ import numpy as np
 from .. import colormaps
 from .._arrays import as_float32, as_labels
 from . import _exact
-from ._base import ViewBase, groups_1d, lut_scale, pipeline, value_range
+from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 # Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
@@ -89,6 +89,7 @@ class PointCloud(ViewBase):
         self._palette = colormaps.palette(palette)
         self._foot = footprint(point_size_px)
         self.point_size_px = int(point_size_px)
+        resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here, not at draw time
         self.value_range = value_range
         self.background, self.color = background, color
         self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
@@ -158,7 +159,7 @@ class PointCloud(ViewBase):
             MODE_VALUES if self.values is not None else MODE_UNIFORM)
         vlo, vscale = 0.0, 0.0
         if mode == MODE_VALUES:
-            vlo, vhi = value_range(self.values, self.value_range)
+            vlo, vhi = resolve_range(self.values, self.value_range)
             vscale = lut_scale(vlo, vhi)
         p = np.zeros(N_PARAMS, np.uint32)
         p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height

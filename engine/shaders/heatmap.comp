@@ -20,6 +20,11 @@ void main() {
     if (x >= w || y >= h) return;
     uint rows = P[HM_ROWS];
     uint cols = P[HM_COLS];
+    ivec2 at = ivec2(int(P[HM_RECT_X] + x), int(P[HM_RECT_Y] + y));
+    if (rows == 0u || cols == 0u) {  // an empty tensor: the panel shows no cells
+        imageStore(target, at, unpack_rgba(P[HM_BG]));
+        return;
+    }
     uint row = uint((uint64_t(y) * uint64_t(rows)) / uint64_t(h));
     uint col = uint((uint64_t(x) * uint64_t(cols)) / uint64_t(w));
     float v = data[row * cols + col];
@@ -29,5 +34,5 @@ void main() {
     else if (cls == CLASS_NAN) c = P[HM_NAN_COLOR];
     else if (cls == CLASS_POSINF) c = P[HM_POSINF_COLOR];
     else c = P[HM_NEGINF_COLOR];
-    imageStore(target, ivec2(int(P[HM_RECT_X] + x), int(P[HM_RECT_Y] + y)), unpack_rgba(c));
+    imageStore(target, at, unpack_rgba(c));
 }

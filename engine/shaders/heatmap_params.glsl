@@ -13,6 +13,7 @@
 #define HM_NAN_COLOR 10
 #define HM_POSINF_COLOR 11
 #define HM_NEGINF_COLOR 12
+#define HM_BG 13
 
 #define ST_NAN 0
 #define ST_POSINF 1

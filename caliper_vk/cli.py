@@ -1,0 +1,194 @@
+"""The ``caliper`` command: doctor, render, demo.
+
+User errors (bad files, shapes, dtypes, names) print one ``caliper: error:``
+line naming the problem and the accepted values, and exit with status 2; no
+traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+EXIT_USER_ERROR = 2
+
+
+class UserError(Exception):
+    """A problem with what the user asked for; printed without a traceback."""
+
+
+def _user_errors():
+    from .colormaps import UnknownColormapError
+    from .engine import NoDeviceError, ShaderCompileError
+    from .views import UnknownViewError
+
+    return (UserError, UnknownColormapError, UnknownViewError, NoDeviceError, ShaderCompileError,
+            ValueError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError)
+
+
+# -- input files ------------------------------------------------------------------------------
+def load_arrays(path: str) -> dict[str, np.ndarray]:
+    """Arrays from ``.npy`` (one array), ``.npz`` or ``.pt`` (a tensor or a dict of tensors)."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"input file {path!r} does not exist")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".npy":
+            return {"data": np.load(p, allow_pickle=False)}
+        if suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        if suffix in (".pt", ".pth"):
+            import torch
+
+            obj = torch.load(p, map_location="cpu", weights_only=True)
+            if isinstance(obj, torch.Tensor):
+                return {"data": obj}
+            if isinstance(obj, dict) and all(isinstance(v, torch.Tensor) for v in obj.values()):
+                return dict(obj)
+            raise UserError(f"{path}: expected a tensor or a dict of tensors, found "
+                            f"{type(obj).__name__}")
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(f"cannot read {path!r} as {suffix} ({type(exc).__name__}: {exc})") from exc
+    raise UserError(f"input file {path!r} has an unknown type {suffix!r}; "
+                    "accepted: .npy, .npz, .pt/.pth")
+
+
+def _pick(arrays: dict, *names):
+    for n in names:
+        if n in arrays:
+            return arrays[n]
+    return None
+
+
+def _range(text: str):
+    if text in ("auto", "symmetric"):
+        return text
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise UserError(f"--range {text!r}: use auto, symmetric or LO,HI (e.g. -1,1)") from None
+    return (lo, hi)
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UserError(f"--size {text!r}: use WIDTHxHEIGHT, e.g. 800x600") from None
+    return w, h
+
+
+# -- commands -------------------------------------------------------------------------------------
+def cmd_doctor(args) -> int:
+    from .doctor import report
+
+    print(report())
+    return 0
+
+
+def cmd_render(args) -> int:
+    from .engine import Canvas
+    from .views import make_view
+
+    arrays = load_arrays(args.input)
+    extra = {}
+    for flag, key in ((args.labels, "labels"), (args.values, "values")):
+        if flag:
+            extra[key] = next(iter(load_arrays(flag).values()))
+    width, height = _size(args.size)
+    if args.view == "pointcloud":
+        positions = _pick(arrays, "positions", "data")
+        if positions is None:
+            raise UserError(f"{args.input} holds {sorted(arrays)}; the pointcloud view needs "
+                            "'positions' (or a single array)")
+        labels = extra.get("labels", _pick(arrays, "labels"))
+        values = extra.get("values", _pick(arrays, "values"))
+        view = make_view("pointcloud", positions=positions, labels=labels, values=values,
+                         yaw_deg=args.yaw, pitch_deg=args.pitch, zoom=args.zoom,
+                         point_size_px=args.point_size, colormap=args.colormap,
+                         palette=args.palette, value_range=_range(args.range))
+    elif args.view == "heatmap":
+        data = _pick(arrays, "data", "heatmap", "values")
+        if data is None:
+            raise UserError(f"{args.input} holds {sorted(arrays)}; the heatmap view needs "
+                            "'data' (or a single array)")
+        view = make_view("heatmap", data=data, colormap=args.colormap,
+                         value_range=_range(args.range))
+    else:
+        make_view(args.view)  # raises with the list of views
+        raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet")
+    with Canvas(width, height) as canvas:
+        canvas.add(view)
+        path = canvas.save_png(args.out)
+        stats = ", ".join(f"{k} {v}" for k, v in view.stats.items())
+        print(f"caliper: wrote {path} ({width}x{height}, {args.view}; {stats}) "
+              f"on {canvas.device.info.name}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    if args.name == "digits":
+        from .demos import digits
+
+        digits.run(out_dir=args.out or "out/digits", steps=args.steps, every=args.every,
+                   width=_size(args.size)[0], height=_size(args.size)[1])
+        return 0
+    raise UserError(f"unknown demo {args.name!r}; available: digits")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="caliper", description=(
+        "Caliper: watch a network's internal state in the same frame it was computed."))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, headless")
+    p.add_argument("--view", required=True, help="pointcloud or heatmap")
+    p.add_argument("--input", required=True, help="FILE.npy | FILE.npz | FILE.pt")
+    p.add_argument("--out", required=True, help="output PNG path")
+    p.add_argument("--size", default="800x600", help="WIDTHxHEIGHT (default 800x600)")
+    p.add_argument("--labels", help="pointcloud: a file of integer labels, one per point")
+    p.add_argument("--values", help="pointcloud: a file of values, one per point")
+    p.add_argument("--yaw", type=float, default=None, help="pointcloud: yaw in degrees")
+    p.add_argument("--pitch", type=float, default=None, help="pointcloud: pitch in degrees")
+    p.add_argument("--zoom", type=float, default=1.0, help="pointcloud: zoom factor")
+    p.add_argument("--point-size", type=int, default=3, help="pointcloud: point diameter in px")
+    p.add_argument("--colormap", default="viridis",
+                   help="matplotlib colormap: viridis, magma, coolwarm, RdBu_r, ...")
+    p.add_argument("--palette", default="tab10", help="pointcloud labels: tab10, tab20, ...")
+    p.add_argument("--range", default="auto", help="auto, symmetric, or LO,HI")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("demo", help="run a demo")
+    p.add_argument("name", help="digits")
+    p.add_argument("--out", help="output folder (default out/NAME)")
+    p.add_argument("--steps", type=int, default=400, help="optimizer steps")
+    p.add_argument("--every", type=int, default=4, help="render a frame every N steps")
+    p.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except _user_errors() as exc:
+        print(f"caliper: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("caliper: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

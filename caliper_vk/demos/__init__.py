@@ -1,0 +1,1 @@
+"""Demos run by ``caliper demo NAME``."""

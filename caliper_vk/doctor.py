@@ -1,0 +1,120 @@
+"""``caliper doctor``: what this machine's Vulkan can do for Caliper, and why not.
+
+Reports every Vulkan device (name, kind, driver, API version), which one
+Caliper picks, and for that device each transfer path a panel could get:
+host-pointer import, opaque-FD import, timeline semaphores, CUDA interop and
+Metal interop — with the reason whenever one is unavailable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform
+import shutil
+from dataclasses import dataclass
+
+from .engine import Instance
+from .engine.instance import DEVICE_ENV, VALIDATION_LAYER
+
+
+@dataclass
+class Capability:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _cuda_interop(info) -> Capability:
+    name = "CUDA interop"
+    system = platform.system()
+    mem_ext = "VK_KHR_external_memory_win32" if system == "Windows" else "VK_KHR_external_memory_fd"
+    sem_ext = ("VK_KHR_external_semaphore_win32" if system == "Windows"
+               else "VK_KHR_external_semaphore_fd")
+    if system == "Darwin":
+        return Capability(name, False, "macOS has no CUDA; the Metal path is used there")
+    if info.vendor_id != 0x10DE:
+        return Capability(name, False, f"{info.name} is not an NVIDIA GPU "
+                          "(CUDA can only share memory with a Vulkan device on the same NVIDIA GPU)")
+    missing = [e for e in (mem_ext, sem_ext) if not info.has(e)]
+    if missing:
+        return Capability(name, False, f"the Vulkan driver lacks {', '.join(missing)}")
+    if importlib.util.find_spec("torch") is None:
+        return Capability(name, False, "torch is not installed")
+    import torch
+
+    if not torch.cuda.is_available():
+        return Capability(name, False, f"torch {torch.__version__} has no usable CUDA device")
+    if importlib.util.find_spec("cuda") is None:
+        return Capability(name, False, "cuda-python is not installed (pip install cuda-python)")
+    return Capability(name, True, f"{mem_ext} + {sem_ext}; torch CUDA {torch.version.cuda}; "
+                      "the interop exporter itself arrives with the GPU-interop work")
+
+
+def _metal_interop(info) -> Capability:
+    name = "Metal interop"
+    if platform.system() != "Darwin":
+        return Capability(name, False, f"Metal exists only on macOS (this is {platform.system()})")
+    if not info.has("VK_EXT_metal_objects"):
+        return Capability(name, False, f"{info.name} lacks VK_EXT_metal_objects (MoltenVK >= 1.2.0)")
+    return Capability(name, True, "VK_EXT_metal_objects (MoltenVK)")
+
+
+def capabilities(info) -> list[Capability]:
+    """The transfer paths and features of one physical device, each with its reason."""
+    caps = []
+    host = info.has("VK_EXT_external_memory_host")
+    caps.append(Capability(
+        "host-pointer import", host,
+        f"VK_EXT_external_memory_host, pointer alignment {info.host_pointer_alignment} B: CPU "
+        "tensors are read in place" if host else
+        "the driver lacks VK_EXT_external_memory_host; CPU tensors use host staging"))
+    fd = info.has("VK_KHR_external_memory_fd")
+    caps.append(Capability(
+        "opaque-fd import", fd,
+        "VK_KHR_external_memory_fd" + (" + VK_KHR_external_semaphore_fd"
+                                        if info.has("VK_KHR_external_semaphore_fd") else "")
+        if fd else "the driver lacks VK_KHR_external_memory_fd"))
+    caps.append(Capability(
+        "timeline semaphores", info.timeline_semaphore,
+        "Vulkan 1.2 timelineSemaphore" if info.timeline_semaphore else
+        "timelineSemaphore feature missing: live attach falls back to fences"))
+    caps.append(Capability(
+        "64-bit buffer atomics", info.buffer_int64_atomics,
+        "shaderBufferInt64Atomics (point-cloud depth resolve)" if info.buffer_int64_atomics else
+        "shaderBufferInt64Atomics missing: the pointcloud view cannot run on this device"))
+    caps.append(_cuda_interop(info))
+    caps.append(_metal_interop(info))
+    return caps
+
+
+def report() -> str:
+    """The doctor's text report (raises NoDeviceError with advice when Vulkan is absent)."""
+    lines = []
+    with Instance(validation=False) as inst:
+        devices = inst.physical_devices()
+        lines.append(f"Vulkan devices ({len(devices)}):")
+        for d in devices:
+            lines.append(f"  [{d.index}] {d.name} ({d.kind}), driver {d.driver_name} "
+                         f"{d.driver_info}, Vulkan {d.api_version}")
+        chosen = inst.select()
+        lines.append(f"Caliper uses: [{chosen.index}] {chosen.name} "
+                     f"(set {DEVICE_ENV} to choose another)")
+        lines.append(f"  device UUID {chosen.device_uuid.hex()}, "
+                     f"maxStorageBufferRange {chosen.max_storage_buffer_range} B")
+        lines.append("Transfer paths and features:")
+        for cap in capabilities(chosen):
+            lines.append(f"  [{'yes' if cap.ok else ' no'}] {cap.name}: {cap.detail}")
+    lines.append("Tools:")
+    compiler = shutil.which("glslc") or shutil.which("glslangValidator")
+    lines.append(f"  [{'yes' if compiler else ' no'}] GLSL compiler (custom shader modules): "
+                 + (compiler or "not found; apt-get install glslc"))
+    layers = _validation_layer_present()
+    lines.append(f"  [{'yes' if layers else ' no'}] Khronos validation layer: "
+                 + (VALIDATION_LAYER if layers else "not found; apt-get install vulkan-validationlayers"))
+    return "\n".join(lines)
+
+
+def _validation_layer_present() -> bool:
+    import vulkan as vk
+
+    return any(layer.layerName == VALIDATION_LAYER for layer in vk.vkEnumerateInstanceLayerProperties())

@@ -1,0 +1,57 @@
+"""Shared fixtures: the validation layer is on for the whole suite, and any
+validation error raised during a test fails that test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("CALIPER_VK_VALIDATION", "1")
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+_totals = {"errors": 0, "tests_checked": 0}
+
+
+@pytest.fixture(scope="session")
+def device():
+    from caliper_vk.engine import default_device
+
+    return default_device()
+
+
+@pytest.fixture(autouse=True)
+def _no_validation_errors(request):
+    from caliper_vk.engine import canvas as canvas_mod
+
+    dev = canvas_mod._default_device
+    before = len(dev.instance.validation_errors) if dev is not None else 0
+    yield
+    dev = canvas_mod._default_device
+    if dev is None or dev.handle is None:
+        return
+    dev.wait()
+    new = dev.instance.validation_errors[before:]
+    _totals["tests_checked"] += 1
+    _totals["errors"] += len(new)
+    if new:
+        pytest.fail(f"{len(new)} Vulkan validation error(s):\n" + "\n".join(new[:5]), pytrace=False)
+
+
+@pytest.fixture
+def artifacts(request) -> Path:
+    """A folder for this test's failure artifacts (images and diffs)."""
+    name = request.node.name.replace("/", "_").replace("[", "-").replace("]", "")
+    return ARTIFACTS / name
+
+
+def pytest_terminal_summary(terminalreporter):
+    from caliper_vk.engine import canvas as canvas_mod
+
+    dev = canvas_mod._default_device
+    on = dev is not None and dev.instance.validation
+    terminalreporter.write_line(
+        f"Vulkan validation layer: {'on' if on else 'off'}; validation errors: {_totals['errors']} "
+        f"(checked after {_totals['tests_checked']} tests)"
+        + (f"; device: {dev.info.name}" if dev is not None else ""))
