@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 
 from .engine import Instance
-from .engine.instance import DEVICE_ENV, VALIDATION_LAYER
+from .engine.instance import DEVICE_ENV, VALIDATION_LAYER, validation_layer_available
 
 
 @dataclass
@@ -108,13 +108,7 @@ def report() -> str:
     compiler = shutil.which("glslc") or shutil.which("glslangValidator")
     lines.append(f"  [{'yes' if compiler else ' no'}] GLSL compiler (custom shader modules): "
                  + (compiler or "not found; apt-get install glslc"))
-    layers = _validation_layer_present()
+    layers = validation_layer_available()
     lines.append(f"  [{'yes' if layers else ' no'}] Khronos validation layer: "
                  + (VALIDATION_LAYER if layers else "not found; apt-get install vulkan-validationlayers"))
     return "\n".join(lines)
-
-
-def _validation_layer_present() -> bool:
-    import vulkan as vk
-
-    return any(layer.layerName == VALIDATION_LAYER for layer in vk.vkEnumerateInstanceLayerProperties())

@@ -22,6 +22,7 @@ import re
 import weakref
 
 import vulkan as vk
+import itertools
 
 ffi = vk.ffi
 WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF
@@ -124,7 +125,7 @@ def new(ctype: str, **fields):
 
 def chain(*structs):
     """Link structs through ``pNext`` in the given order; return the first."""
-    for a, b in zip(structs, structs[1:]):
+    for a, b in itertools.pairwise(structs):
         a.pNext = b
         _keep(a, b)
     return structs[0]

@@ -134,7 +134,7 @@ class DescriptorSet:
             ),
         )[0]
         writes = []
-        for i, (kind, res) in enumerate(zip(pipeline.bindings, self.resources)):
+        for i, (kind, res) in enumerate(zip(pipeline.bindings, self.resources, strict=False)):
             if kind == "buffer":
                 info = new("VkDescriptorBufferInfo", buffer=res.handle, offset=0, range=WHOLE_SIZE)
                 writes.append(new("VkWriteDescriptorSet", dstSet=self.handle, dstBinding=i,

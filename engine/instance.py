@@ -54,6 +54,12 @@ class NoDeviceError(RuntimeError):
     """No usable Vulkan device; the message says what to install or set."""
 
 
+def validation_layer_available() -> bool:
+    """True when the Khronos validation layer is installed."""
+    return any(layer.layerName == VALIDATION_LAYER
+               for layer in vk.vkEnumerateInstanceLayerProperties())
+
+
 def validation_requested() -> bool:
     return os.environ.get(VALIDATION_ENV, "") not in ("", "0", "false", "no")
 

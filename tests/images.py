@@ -31,6 +31,6 @@ def assert_same_image(actual: np.ndarray, expected: np.ndarray, folder: Path) ->
     ys, xs = np.nonzero(differ)
     where = save_evidence(actual, expected, folder)
     first = ", ".join(f"({y},{x}) {tuple(actual[y, x])}!={tuple(expected[y, x])}"
-                      for y, x in list(zip(ys, xs))[:3])
+                      for y, x in list(zip(ys, xs, strict=False))[:3])
     raise AssertionError(f"{differ.sum()} of {differ.size} pixels differ (first: {first}); "
                          f"images and diff saved in {where}")

@@ -114,7 +114,7 @@ class Heatmap(ViewBase):
 
     def finish(self) -> None:
         s = self._buffers["stats"].view(np.uint32, 5)
-        self.stats = dict(zip(("nan", "posinf", "neginf", "below", "above"), (int(v) for v in s)))
+        self.stats = dict(zip(("nan", "posinf", "neginf", "below", "above"), (int(v) for v in s), strict=False))
 
     # -- the numpy twin --------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:

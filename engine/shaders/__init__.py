@@ -23,6 +23,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SPV_DIR = HERE / "spv"
+# In a source checkout (engine/shaders/ two levels below pyproject.toml) stale
+# SPIR-V is rebuilt on load; an installed package only ever reads spv/.
+IN_SOURCE_TREE = (HERE.parent.parent / "pyproject.toml").exists()
 TARGET_ENV = "vulkan1.2"
 
 
@@ -103,7 +106,7 @@ def load(name: str) -> bytes:
     """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``)."""
     spv = SPV_DIR / f"{name}.spv"
     src = HERE / f"{name}.comp"
-    if src.exists() and _stale(src, spv):
+    if IN_SOURCE_TREE and src.exists() and _stale(src, spv):
         SPV_DIR.mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             tmp_spv = Path(tmp) / spv.name
