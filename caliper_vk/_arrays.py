@@ -45,5 +45,9 @@ def as_labels(x, n: int, name: str = "labels") -> np.ndarray:
     a = a.reshape(-1) if a.ndim == 2 and 1 in a.shape else a
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"{name} has shape {tuple(a.shape)}; expected ({n},), one per point")
+    if a.dtype in (np.uint8, np.uint16, np.uint32):
+        return np.ascontiguousarray(a, dtype=np.uint32)
+    if a.size and a.min() >= 0 and a.max() < 0xFFFFFFFF:
+        return a.astype(np.uint32)
     a = a.astype(np.int64)
-    return np.where(a < 0, 0xFFFFFFFF, a % (1 << 32)).astype(np.uint32)
+    return np.where(a < 0, 0xFFFFFFFF, a % 0xFFFFFFFF).astype(np.uint32)

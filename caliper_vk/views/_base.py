@@ -46,15 +46,16 @@ def resolve_range(data: np.ndarray, spec) -> tuple[float, float]:
     if isinstance(spec, str):
         if spec not in ("auto", "symmetric"):
             raise ValueError(f"value_range {spec!r} is not one of 'auto', 'symmetric' or (lo, hi)")
-        finite = data[_exact.classify(data) == _exact.FINITE] if data.size else data
-        finite = _exact.ftz(finite)
+        ok = np.isfinite(data)
+        finite = data if ok.all() else data[ok]
         if finite.size == 0:
             lo, hi = 0.0, 1.0
-        elif spec == "auto":
-            lo, hi = float(finite.min()), float(finite.max())
         else:
-            m = float(np.abs(finite).max())
-            lo, hi = -m, m
+            # ftz is monotone: flushing the extremes equals the extremes of the flushed data
+            lo, hi = (float(_exact.ftz(v)) for v in (finite.min(), finite.max()))
+            if spec == "symmetric":
+                m = max(abs(lo), abs(hi))
+                lo, hi = -m, m
     else:
         try:
             lo, hi = (float(v) for v in spec)
@@ -85,6 +86,7 @@ class ViewBase:
         self._buffers: dict[str, Buffer] = {}
         self._sets: list = []
         self.stats: dict[str, int] = {}
+        self._dirty: set[str] = {"all"}  # inputs whose host copy changed since the last upload
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""
@@ -109,6 +111,7 @@ class ViewBase:
             raise RuntimeError("this view is already on a canvas; make a new view for another panel")
         self.device, self.target, self.rect = device, target, rect
         self.stale = True
+        self._dirty.add("all")
 
     def _drop_sets(self) -> None:
         for s in self._sets:

@@ -53,6 +53,7 @@ class Heatmap(ViewBase):
         self.value_range = value_range
         self.shape = shape
         self.data = np.zeros((1, 1), F32)
+        self._range_cache = None
         if data is not None:
             self.set_data(data)
 
@@ -69,10 +70,15 @@ class Heatmap(ViewBase):
             raise ValueError(f"heatmap data has shape {tuple(a.shape)}; the heatmap view takes a "
                              "2-D array (or 1-D); index or reshape higher-dimensional input")
         self.data = np.ascontiguousarray(a)
+        self._range_cache = None
+        self._dirty.add("data")
 
     @property
     def range(self) -> tuple[float, float]:
-        return resolve_range(self.data, self.value_range)
+        """The (lo, hi) the colormap spans for the current data (cached per data version)."""
+        if self._range_cache is None:
+            self._range_cache = resolve_range(self.data, self.value_range)
+        return self._range_cache
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
         rows, cols = self.data.shape
@@ -91,8 +97,10 @@ class Heatmap(ViewBase):
     def prepare(self) -> None:
         r = self.rect
         self._upload("params", self.params(r.width, r.height, r.x, r.y))
-        self._upload("data", self.data if self.data.size else np.zeros(1, F32))
-        self._upload("colors", self._lut)
+        if self._dirty:
+            self._upload("data", self.data if self.data.size else np.zeros(1, F32))
+            self._upload("colors", self._lut)
+            self._dirty.clear()
         self._buffer("stats", 32)
         if getattr(self, "_recorded_n", None) != self.data.size:
             self.stale = True

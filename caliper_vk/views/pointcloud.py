@@ -96,6 +96,7 @@ class PointCloud(ViewBase):
         self._yaw, self._pitch = yaw_deg, pitch_deg
         self.zoom = float(zoom)
         self.positions = np.zeros((0, 3), np.float32)
+        self._fit_cache = None
         self.labels = self.values = None
         if positions is not None:
             self.set_data(positions, labels=labels, values=values)
@@ -111,6 +112,8 @@ class PointCloud(ViewBase):
             raise ValueError("give labels or values, not both (colour comes from one of them)")
         n = pos.shape[0]
         self.positions = pos
+        self._fit_cache = None
+        self._dirty.update(("positions", "labels", "values"))
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
@@ -129,6 +132,22 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
+    def _fit(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounding box of the finite points (cached per data version)."""
+        if self._fit_cache is None:
+            pos = self.positions
+            dim = pos.shape[1]
+            fin = pos if np.isfinite(pos).all() else pos[np.isfinite(pos).all(axis=1)]
+            if len(fin):
+                # ftz is monotone, so flushing the extremes equals the extremes of flushed data;
+                # per-column reductions are ~20x faster than min(axis=0) on (N, 3)
+                lo = _exact.ftz([fin[:, k].min() for k in range(dim)]).astype(np.float64)
+                hi = _exact.ftz([fin[:, k].max() for k in range(dim)]).astype(np.float64)
+            else:
+                lo = hi = np.zeros(dim)
+            self._fit_cache = (lo, hi)
+        return self._fit_cache
+
     @property
     def camera(self) -> tuple[float, float, float]:
         three_d = self.positions.shape[1] == 3
@@ -143,10 +162,7 @@ class PointCloud(ViewBase):
         if self.bounds is not None:
             lo, hi = self.bounds[0], self.bounds[1]
         else:
-            ok = np.all(_exact.classify(pos) == _exact.FINITE, axis=1)
-            fin = _exact.ftz(pos[ok]).astype(np.float64)
-            lo = fin.min(axis=0) if len(fin) else np.zeros(dim)
-            hi = fin.max(axis=0) if len(fin) else np.zeros(dim)
+            lo, hi = self._fit()
         lo = np.pad(np.asarray(lo, np.float64)[:3], (0, 3 - min(3, len(lo))))
         hi = np.pad(np.asarray(hi, np.float64)[:3], (0, 3 - min(3, len(hi))))
         center = (lo + hi) / 2
@@ -186,13 +202,14 @@ class PointCloud(ViewBase):
     def prepare(self) -> None:
         r = self.rect
         n = self.positions.shape[0]
-        self._params = self.params(r.width, r.height, r.x, r.y)
-        self._upload("params", self._params)
-        self._upload("positions", self.positions)
-        self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
-        self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
-        self._upload("colors", self._colors())
-        self._upload("footprint", self._foot)
+        self._upload("params", self.params(r.width, r.height, r.x, r.y))
+        if self._dirty:
+            self._upload("positions", self.positions)
+            self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
+            self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
+            self._upload("colors", self._colors())
+            self._upload("footprint", self._foot)
+            self._dirty.clear()
         self._buffer("depth", r.width * r.height * 8, host_visible=False)
         self._buffer("stats", 16)
         if getattr(self, "_recorded_n", None) != n:
