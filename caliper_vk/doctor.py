@@ -66,7 +66,7 @@ def capabilities(info) -> list[Capability]:
     caps.append(Capability(
         "host-pointer import", host,
         f"VK_EXT_external_memory_host, pointer alignment {info.host_pointer_alignment} B: CPU "
-        "tensors are read in place" if host else
+        "tensors can be read in place" if host else
         "the driver lacks VK_EXT_external_memory_host; CPU tensors use host staging"))
     fd = info.has("VK_KHR_external_memory_fd")
     caps.append(Capability(
