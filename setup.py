@@ -6,6 +6,7 @@ GLSL compiler. Everything else is declared in ``pyproject.toml``.
 """
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 from setuptools import setup
@@ -26,6 +27,8 @@ def _shader_module():
 class BuildPyWithShaders(build_py):
     def run(self):
         shaders = _shader_module()
+        if shutil.which("spirv-val") is None:
+            self.warn("spirv-val not found (apt-get install spirv-tools): shaders built but not validated")
         built = shaders.build_all(shaders.SPV_DIR)
         self.announce(f"compiled {len(built)} shaders to SPIR-V", level=2)
         super().run()
