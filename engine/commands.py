@@ -98,6 +98,10 @@ class Recorder:
         if x and y and z:
             vk.vkCmdDispatch(self.handle, x, y, z)
 
+    def copy_buffer(self, src, dst, size: int, src_offset: int = 0, dst_offset: int = 0) -> None:
+        region = new("VkBufferCopy", srcOffset=src_offset, dstOffset=dst_offset, size=size)
+        vk.vkCmdCopyBuffer(self.handle, src.handle, dst.handle, 1, region)
+
     def copy_image_to_buffer(self, image: StorageImage, buffer) -> None:
         region = new(
             "VkBufferImageCopy",

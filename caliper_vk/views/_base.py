@@ -87,6 +87,7 @@ class ViewBase:
         self._sets: list = []
         self.stats: dict[str, int] = {}
         self._dirty: set[str] = {"all"}  # inputs whose host copy changed since the last upload
+        self._bound: dict = {}  # binding name -> the buffer the recorded commands use
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""
@@ -106,6 +107,22 @@ class ViewBase:
             buf.write(array)
         return buf
 
+    def _input(self, name: str, source) -> tuple:
+        """(buffer, byte offset, dtype code) to bind for ``source``; stages it when needed."""
+        if source.imported is not None:
+            if self._bound.get(name) is not source.imported:
+                self._bound[name] = source.imported
+                self.stale = True
+            return source.imported, source.imported.offset, source.code
+        if source.live or name in self._dirty or "all" in self._dirty:
+            buf = self._upload(name, source.raw())
+        else:
+            buf = self._buffers[name]
+        if self._bound.get(name) is not buf:
+            self._bound[name] = buf
+            self.stale = True
+        return buf, 0, source.code
+
     def bind(self, device, target, rect) -> None:
         if self.device is not None:
             raise RuntimeError("this view is already on a canvas; make a new view for another panel")
@@ -120,6 +137,10 @@ class ViewBase:
 
     def close(self) -> None:
         self._drop_sets()
+        self._bound.clear()
+        source = getattr(self, "source", None)
+        if source is not None:
+            source.close()
         for b in self._buffers.values():
             b.close()
         self._buffers.clear()

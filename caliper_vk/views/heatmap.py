@@ -18,12 +18,14 @@ import numpy as np
 from .. import colormaps
 from .._arrays import as_float32
 from . import _exact
+from ._source import Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 (HM_ROWS, HM_COLS, HM_W, HM_H, HM_RECT_X, HM_RECT_Y, HM_N, HM_LO, HM_SCALE, HM_HI,
- HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR, HM_BG) = range(14)
-N_PARAMS = 14
+ HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR, HM_BG, HM_BASE, HM_DTYPE) = range(16)
+N_PARAMS = 16
+STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 BACKGROUND = (22, 22, 26, 255)
 
 NAN_COLOR = (255, 0, 255, 255)
@@ -52,7 +54,7 @@ class Heatmap(ViewBase):
         resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here, not at draw time
         self.value_range = value_range
         self.shape = shape
-        self.data = np.zeros((1, 1), F32)
+        self.source = Source(np.zeros((1, 1), F32))
         self._range_cache = None
         if data is not None:
             self.set_data(data)
@@ -69,23 +71,50 @@ class Heatmap(ViewBase):
         if a.ndim != 2:
             raise ValueError(f"heatmap data has shape {tuple(a.shape)}; the heatmap view takes a "
                              "2-D array (or 1-D); index or reshape higher-dimensional input")
-        self.data = np.ascontiguousarray(a)
+        self._set_source(Source(np.ascontiguousarray(a)))
+
+    def set_source(self, source: Source) -> None:
+        """Draw values straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
+        shape = source.shape
+        if self.shape is not None:
+            if int(np.prod(shape)) != int(np.prod(self.shape)):
+                raise ValueError(f"heatmap data has {int(np.prod(shape))} values; shape {self.shape} "
+                                 f"needs {int(np.prod(self.shape))}")
+            source.array = source.array.reshape(self.shape)
+        elif len(shape) == 1:
+            source.array = source.array.reshape(1, -1)
+        elif len(shape) != 2:
+            raise ValueError(f"heatmap data has shape {shape}; the heatmap view takes a 2-D array "
+                             "(or 1-D); index or reshape higher-dimensional input")
+        self._set_source(source)
+
+    def _set_source(self, source: Source) -> None:
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
         self._range_cache = None
         self._dirty.add("data")
 
     @property
+    def data(self) -> np.ndarray:
+        """The values as float32 (decoded exactly as the GPU decodes them)."""
+        return self.source.float32()
+
+    @property
     def range(self) -> tuple[float, float]:
         """The (lo, hi) the colormap spans for the current data (cached per data version)."""
-        if self._range_cache is None:
+        if self._range_cache is None or self.source.live:
             self._range_cache = resolve_range(self.data, self.value_range)
         return self._range_cache
 
-    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
-        rows, cols = self.data.shape
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+               dtype: int = 0) -> np.ndarray:
+        rows, cols = self.source.shape
         lo, hi = self.range
         p = np.zeros(N_PARAMS, np.uint32)
         p[HM_ROWS], p[HM_COLS], p[HM_W], p[HM_H] = rows, cols, width, height
-        p[HM_RECT_X], p[HM_RECT_Y], p[HM_N] = rect_x, rect_y, self.data.size
+        p[HM_RECT_X], p[HM_RECT_Y], p[HM_N] = rect_x, rect_y, rows * cols
+        p[HM_BASE], p[HM_DTYPE] = base, dtype
         p[HM_LO], p[HM_SCALE], p[HM_HI] = (_exact.f32_bits(v) for v in (lo, lut_scale(lo, hi), hi))
         p[HM_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
         p[HM_POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
@@ -96,28 +125,31 @@ class Heatmap(ViewBase):
     # -- drawable protocol ----------------------------------------------------------------
     def prepare(self) -> None:
         r = self.rect
-        self._upload("params", self.params(r.width, r.height, r.x, r.y))
+        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
+        _, base, dtype = self._input("data", source)
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
         if self._dirty:
-            self._upload("data", self.data if self.data.size else np.zeros(1, F32))
             self._upload("colors", self._lut)
             self._dirty.clear()
         self._buffer("stats", 32)
-        if getattr(self, "_recorded_n", None) != self.data.size:
+        if getattr(self, "_recorded_n", None) != self.source.array.size:
             self.stale = True
 
     def record(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
+        data = self._bound["data"]
         stats = pipeline(self.device, "heatmap_stats", ["buffer"] * 3).bind(
-            [b["params"], b["data"], b["stats"]])
+            [b["params"], data, b["stats"]])
         raster = pipeline(self.device, "heatmap", ["buffer"] * 3 + ["image"]).bind(
-            [b["params"], b["data"], b["colors"], self.target])
+            [b["params"], data, b["colors"], self.target])
         self._sets = [stats, raster]
         rec.fill(b["stats"], 0)
+        rec.fill(b["stats"], 0xFFFFFFFF, offset=20, size=4)  # the min key starts at the top
         rec.barrier()
-        rec.dispatch(stats, *groups_1d(self.data.size))
+        rec.dispatch(stats, *groups_1d(self.source.array.size))
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
-        self._recorded_n = self.data.size
+        self._recorded_n = self.source.array.size
         self.stale = False
 
     def finish(self) -> None:

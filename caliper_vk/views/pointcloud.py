@@ -22,6 +22,7 @@ import numpy as np
 from .. import colormaps
 from .._arrays import as_float32, as_labels
 from . import _exact
+from ._source import Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
@@ -29,8 +30,8 @@ F32 = np.float32
 (PC_N, PC_DIM, PC_W, PC_H, PC_NFOOT, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
 PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_ZSCALE, PC_VLO, PC_VSCALE = (
     11, 20, 21, 22, 23, 24, 25, 26, 27)
-PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED = range(28, 34)
-N_PARAMS = 34
+PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED, PC_BASE, PC_DTYPE = range(28, 36)
+N_PARAMS = 36
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = 0, 1, 2
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -95,7 +96,7 @@ class PointCloud(ViewBase):
         self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
         self._yaw, self._pitch = yaw_deg, pitch_deg
         self.zoom = float(zoom)
-        self.positions = np.zeros((0, 3), np.float32)
+        self.source = Source(np.zeros((0, 3), np.float32))
         self._fit_cache = None
         self.labels = self.values = None
         if positions is not None:
@@ -111,9 +112,7 @@ class PointCloud(ViewBase):
         if labels is not None and values is not None:
             raise ValueError("give labels or values, not both (colour comes from one of them)")
         n = pos.shape[0]
-        self.positions = pos
-        self._fit_cache = None
-        self._dirty.update(("positions", "labels", "values"))
+        self._set_source(Source(pos))
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
@@ -121,6 +120,31 @@ class PointCloud(ViewBase):
             if v.shape[0] != n:
                 raise ValueError(f"values has {v.shape[0]} entries for {n} points")
             self.values = v
+
+    def set_source(self, source: Source, labels=None, values=None) -> None:
+        """Draw positions straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
+        if len(source.shape) != 2 or source.shape[1] not in (2, 3):
+            raise ValueError(f"positions have shape {source.shape}; the pointcloud view takes (N, 3) or (N, 2)")
+        n = source.shape[0]
+        self._set_source(source)
+        self.labels = None if labels is None else as_labels(labels, n)
+        self.values = None
+        if values is not None:
+            self.values = as_float32(values, "values").reshape(-1)
+            if self.values.shape[0] != n:
+                raise ValueError(f"values has {self.values.shape[0]} entries for {n} points")
+
+    def _set_source(self, source: Source) -> None:
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
+        self._fit_cache = None
+        self._dirty.update(("positions", "labels", "values"))
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The positions as float32 (decoded exactly as the GPU decodes them)."""
+        return self.source.float32()
 
     def set_camera(self, yaw_deg=None, pitch_deg=None, zoom=None) -> None:
         if yaw_deg is not None:
@@ -134,7 +158,7 @@ class PointCloud(ViewBase):
 
     def _fit(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounding box of the finite points (cached per data version)."""
-        if self._fit_cache is None:
+        if self._fit_cache is None or self.source.live:
             pos = self.positions
             dim = pos.shape[1]
             fin = pos if np.isfinite(pos).all() else pos[np.isfinite(pos).all(axis=1)]
@@ -150,15 +174,15 @@ class PointCloud(ViewBase):
 
     @property
     def camera(self) -> tuple[float, float, float]:
-        three_d = self.positions.shape[1] == 3
+        three_d = self.source.shape[1] == 3
         yaw = self._yaw if self._yaw is not None else (30.0 if three_d else 0.0)
         pitch = self._pitch if self._pitch is not None else (20.0 if three_d else 0.0)
         return yaw, pitch, self.zoom
 
     # -- parameters shared by the shader and the twin ----------------------------------
-    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0) -> np.ndarray:
-        pos = self.positions
-        n, dim = pos.shape
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+               dtype: int = 0) -> np.ndarray:
+        n, dim = self.source.shape
         if self.bounds is not None:
             lo, hi = self.bounds[0], self.bounds[1]
         else:
@@ -193,6 +217,7 @@ class PointCloud(ViewBase):
         p[PC_COLOR] = _exact.pack_rgba(self.color)
         p[PC_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
         p[PC_UNLABELLED] = _exact.pack_rgba(UNLABELLED)
+        p[PC_BASE], p[PC_DTYPE] = base, dtype
         return p
 
     def _colors(self) -> np.ndarray:
@@ -201,10 +226,10 @@ class PointCloud(ViewBase):
     # -- drawable protocol ----------------------------------------------------------------
     def prepare(self) -> None:
         r = self.rect
-        n = self.positions.shape[0]
-        self._upload("params", self.params(r.width, r.height, r.x, r.y))
+        n = self.source.shape[0]
+        _, base, dtype = self._input("positions", self.source)
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
         if self._dirty:
-            self._upload("positions", self.positions)
             self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
             self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
             self._upload("colors", self._colors())
@@ -219,11 +244,11 @@ class PointCloud(ViewBase):
         b = self._buffers
         self._drop_sets()
         splat = pipeline(self.device, "pointcloud_splat", ["buffer"] * 6).bind(
-            [b["params"], b["positions"], b["depth"], b["footprint"], b["stats"], b["values"]])
+            [b["params"], self._bound["positions"], b["depth"], b["footprint"], b["stats"], b["values"]])
         resolve = pipeline(self.device, "pointcloud_resolve", ["buffer"] * 5 + ["image"]).bind(
             [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
         self._sets = [splat, resolve]
-        n = self.positions.shape[0]
+        n = self.source.shape[0]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
         rec.barrier()
@@ -236,7 +261,7 @@ class PointCloud(ViewBase):
 
     def finish(self) -> None:
         s = self._buffers["stats"].view(np.uint32, 4)
-        n = self.positions.shape[0]
+        n = self.source.shape[0]
         self.stats = {"points": n, "nonfinite": int(s[0]), "offscreen": int(s[1]),
                       "nonfinite_values": int(s[2]), "drawn": n - int(s[0]) - int(s[1])}
 
@@ -247,7 +272,7 @@ class PointCloud(ViewBase):
         return rgba
 
     def reference_with_stats(self, width: int, height: int):
-        p = self.params(width, height)
+        p = self.params(width, height)  # before reading positions: a live fit reads them too
 
         def f(k):
             return np.uint32(p[k]).view(F32)

@@ -8,9 +8,12 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "heatmap_params.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
-layout(std430, binding = 1) readonly buffer Data { float data[]; };
+layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
 layout(rgba8ui, binding = 3) uniform writeonly uimage2D target;
+
+#define INPUT data
+#include "input.glsl"
 
 void main() {
     uint x = gl_GlobalInvocationID.x;
@@ -27,7 +30,7 @@ void main() {
     }
     uint row = uint((uint64_t(y) * uint64_t(rows)) / uint64_t(h));
     uint col = uint((uint64_t(x) * uint64_t(cols)) / uint64_t(w));
-    float v = data[row * cols + col];
+    float v = load_input(P[HM_BASE], P[HM_DTYPE], row * cols + col);
     uint cls = classify(v);
     uint c;
     if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), f(HM_LO), f(HM_SCALE), 255u)];

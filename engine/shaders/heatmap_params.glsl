@@ -14,11 +14,15 @@
 #define HM_POSINF_COLOR 11
 #define HM_NEGINF_COLOR 12
 #define HM_BG 13
+#define HM_BASE 14
+#define HM_DTYPE 15
 
 #define ST_NAN 0
 #define ST_POSINF 1
 #define ST_NEGINF 2
 #define ST_BELOW 3
 #define ST_ABOVE 4
+#define ST_MIN 5
+#define ST_MAX 6
 
 #define f(k) uintBitsToFloat(P[k])

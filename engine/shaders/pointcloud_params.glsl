@@ -34,6 +34,8 @@
 #define PC_COLOR 31
 #define PC_NAN_COLOR 32
 #define PC_UNLABELLED 33
+#define PC_BASE 34
+#define PC_DTYPE 35
 
 #define MODE_UNIFORM 0u
 #define MODE_LABELS 1u

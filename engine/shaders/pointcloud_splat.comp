@@ -9,19 +9,24 @@ layout(local_size_x = 256) in;
 #include "pointcloud_params.glsl"
 
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
-layout(std430, binding = 1) readonly buffer Positions { float pos[]; };
+layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) buffer Depth { uint64_t depth[]; };
 layout(std430, binding = 3) readonly buffer Footprint { ivec2 foot[]; };
 layout(std430, binding = 4) buffer Stats { uint stats[]; };
 layout(std430, binding = 5) readonly buffer Values { float values[]; };
 
+#define INPUT pos
+#include "input.glsl"
+
 void main() {
     uint i = linear_invocation();
     if (i >= P[PC_N]) return;
     uint dim = P[PC_DIM];
-    float x = pos[i * dim];
-    float y = pos[i * dim + 1u];
-    float z = dim == 3u ? pos[i * dim + 2u] : 0.0;
+    uint base = P[PC_BASE];
+    uint dtype = P[PC_DTYPE];
+    float x = load_input(base, dtype, i * dim);
+    float y = load_input(base, dtype, i * dim + 1u);
+    float z = dim == 3u ? load_input(base, dtype, i * dim + 2u) : 0.0;
     if (classify(x) != CLASS_FINITE || classify(y) != CLASS_FINITE || classify(z) != CLASS_FINITE) {
         atomicAdd(stats[ST_NONFINITE], 1u);
         return;

@@ -1,0 +1,136 @@
+"""The v1 contract between a torch tensor and the renderer (frozen in docs/contract.md).
+
+An exporter turns a tensor into an :class:`ExternalBuffer`: a small versioned
+record of how the renderer can reach the tensor's bytes. The checks here
+refuse what the renderer must not read, with the reason and the caller's fix:
+
+- **views are rejected, never repaired**: a tensor that is not contiguous is
+  refused (``.contiguous()`` is the caller's explicit copy, never ours); a
+  contiguous view with a storage offset is read from its own first element;
+- **dtype whitelist**: float32, float16, bfloat16, int32, uint8;
+- **size**: at most the device's ``maxStorageBufferRange`` bytes;
+- **lifetime**: the record holds the tensor's storage; :func:`check_unchanged`
+  notices a storage that was resized or swapped under an attached tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CONTRACT_VERSION = 1
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8")
+HANDLE_KINDS = ("host-pointer", "opaque-fd", "opaque-win32", "metal-buffer", "staging")
+
+
+class ContractError(ValueError):
+    """A tensor the renderer will not read; the message names the reason and the fix."""
+
+
+class NotContiguousError(ContractError):
+    pass
+
+
+class UnsupportedDtypeError(ContractError):
+    pass
+
+
+class TooLargeError(ContractError):
+    pass
+
+
+class LifetimeError(ContractError):
+    pass
+
+
+@dataclass
+class ExternalBuffer:
+    """How the renderer reaches one tensor's bytes (contract version 1).
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`HANDLE_KINDS`.
+    handle : int or None
+        Host address (``host-pointer``), file descriptor (``opaque-fd``), Win32
+        handle, ``MTLBuffer`` pointer; ``None`` for ``staging``.
+    offset, nbytes : int
+        The tensor's bytes are ``[handle + offset, handle + offset + nbytes)``.
+    dtype, shape
+        As the tensor has them (``dtype`` from :data:`SUPPORTED_DTYPES`).
+    device_uuid : bytes or None
+        The GPU that owns the memory (``None`` for host memory); the engine
+        refuses a handle from another GPU.
+    semaphore : object or None
+        The timeline semaphore ordering writes and reads (attached by the session).
+    owner : object
+        Keeps the storage alive while the record exists (the tensor and its storage).
+    reason : str
+        Why this path was chosen; always set for ``staging``.
+    """
+
+    kind: str
+    handle: int | None
+    offset: int
+    nbytes: int
+    dtype: str
+    shape: tuple
+    device_uuid: bytes | None = None
+    semaphore: object | None = None
+    owner: object = field(default=None, repr=False)
+    reason: str = ""
+    version: int = CONTRACT_VERSION
+
+    def __post_init__(self):
+        if self.kind not in HANDLE_KINDS:
+            raise ValueError(f"unknown handle kind {self.kind!r}; one of {HANDLE_KINDS}")
+        if self.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"unsupported dtype {self.dtype!r}")
+
+
+def dtype_name(tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")
+
+
+def check_tensor(tensor, name: str = "tensor", max_bytes: int | None = None) -> None:
+    """Raise a :class:`ContractError` unless the renderer may read ``tensor`` in place."""
+    if not type(tensor).__module__.startswith("torch"):
+        raise ContractError(f"{name} is a {type(tensor).__name__}, not a torch tensor; attach a torch "
+                            "tensor, or draw host arrays with a view's set_data()")
+    dt = dtype_name(tensor)
+    if dt not in SUPPORTED_DTYPES:
+        example = {"float64": ".float()", "int64": ".int()", "bool": ".to(torch.uint8)",
+                   "int16": ".int()", "int8": ".int()"}.get(dt, ".float()")
+        raise UnsupportedDtypeError(
+            f"{name} has dtype {dt}; Caliper reads {', '.join(SUPPORTED_DTYPES)}. Convert it "
+            f"explicitly into a tensor you keep and update (e.g. {name}{example}), or allocate one "
+            "with caliper_vk.empty(shape, dtype=torch.float32)")
+    if tensor.is_sparse or getattr(tensor, "is_quantized", False):
+        raise ContractError(f"{name} is a sparse or quantized tensor; attach a dense tensor")
+    if not tensor.is_contiguous():
+        raise NotContiguousError(
+            f"{name} is not contiguous (shape {tuple(tensor.shape)}, strides {tuple(tensor.stride())}): "
+            "it is a view such as a transpose, a strided slice, an expand or a channels-last "
+            "layout. Caliper reads a tensor's memory in place and never copies it behind your back: "
+            f"attach {name}.contiguous() (an explicit copy you keep and update) or write into a "
+            "tensor from caliper_vk.empty()")
+    nbytes = tensor.numel() * tensor.element_size()
+    if max_bytes is not None and nbytes > max_bytes:
+        raise TooLargeError(
+            f"{name} holds {nbytes:,} bytes; this Vulkan device reads at most {max_bytes:,} bytes "
+            "in one buffer (maxStorageBufferRange). Attach a slice of it (e.g. the first rows) "
+            "or a downsampled copy")
+
+
+def storage_fingerprint(tensor) -> tuple:
+    """What must stay the same for an import of ``tensor`` to remain valid."""
+    storage = tensor.untyped_storage()
+    return (tensor.data_ptr(), storage.data_ptr(), storage.nbytes(), tuple(tensor.shape))
+
+
+def check_unchanged(tensor, fingerprint: tuple, name: str = "tensor") -> None:
+    """Raise :class:`LifetimeError` if ``tensor``'s storage moved since it was attached."""
+    if storage_fingerprint(tensor) != fingerprint:
+        raise LifetimeError(
+            f"{name}'s storage was resized, replaced or reshaped while attached (for example by "
+            "resize_(), set_() or an out= call that reallocated); the panel stopped reading it. "
+            "Update attached tensors in place (copy_, fill_, [...] =), or attach the new tensor")
