@@ -5,8 +5,12 @@ heatmap) in :mod:`caliper_vk.views`; torch-facing exporters in
 :mod:`caliper_vk.exporters`.
 """
 
+from .api import attach, empty, session, status, step
 from .engine import Canvas
+from .exporters import ContractError
+from .session import Panel, Session
 from .views import Heatmap, PointCloud, make_view
 
 __version__ = "0.1.0"
-__all__ = ["Canvas", "Heatmap", "PointCloud", "__version__", "make_view"]
+__all__ = ["Canvas", "ContractError", "Heatmap", "Panel", "PointCloud", "Session", "__version__",
+           "attach", "empty", "make_view", "session", "status", "step"]

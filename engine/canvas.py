@@ -119,6 +119,7 @@ class Canvas:
         self._readback = Buffer(self.device, self.width * self.height * 4, readback=True)
         self._recorder = Recorder(self.device)
         self._recorded = False
+        self._serial = None
         self.frames = 0
 
     def cell(self, row: int, col: int, rowspan: int = 1, colspan: int = 1) -> Rect:
@@ -134,15 +135,24 @@ class Canvas:
         for p in self.panels:
             if p.row == row and p.col == col:
                 raise ValueError(f"cell ({row}, {col}) already holds a panel; remove it first")
+        return self.place(drawable, rect, row, col)
+
+    def place(self, drawable, rect: Rect, row: int = -1, col: int = -1) -> Panel:
+        """Place ``drawable`` at an explicit rectangle (for layouts other than the grid)."""
+        if rect.width < 1 or rect.height < 1 or rect.x < 0 or rect.y < 0 or \
+                rect.x + rect.width > self.width or rect.y + rect.height > self.height:
+            raise ValueError(f"{rect} does not fit a {self.width}x{self.height} canvas")
         drawable.bind(self.device, self.image, rect)
         panel = Panel(drawable, rect, row, col)
         self.panels.append(panel)
         self._recorded = False
         return panel
 
-    def remove(self, panel: Panel) -> None:
+    def remove(self, panel: Panel, close: bool = True) -> None:
+        """Take a panel off the canvas (closing its drawable unless ``close=False``)."""
         self.panels.remove(panel)
-        panel.drawable.close()
+        if close:
+            panel.drawable.close()
         self._recorded = False
 
     def _record(self) -> None:
@@ -158,23 +168,36 @@ class Canvas:
         rec.end()
         self._recorded = True
 
-    def submit(self) -> int:
-        """Prepare every panel and submit one frame; returns its serial (no CPU wait)."""
+    def submit(self, wait=(), signal=(), extra=()) -> int:
+        """Prepare every panel and submit one frame; returns its serial (no CPU wait).
+
+        ``wait``/``signal`` are ``(TimelineSemaphore, value)`` pairs for the
+        submission; ``extra`` are command buffers to run after the frame's
+        (presentation). Call :meth:`finish` once the frame has completed.
+        """
         for p in self.panels:
             p.drawable.prepare()
         if not self._recorded or any(p.drawable.stale for p in self.panels):
             self.device.wait()  # the command buffer may still be executing
             self._record()
-        self._serial = self.device.submit([self._recorder.handle])
+        self._serial = self.device.submit([self._recorder.handle, *extra], wait=wait, signal=signal)
         return self._serial
+
+    def done(self) -> bool:
+        """True when the last submitted frame has completed (never blocks)."""
+        return self._serial is None or self.device.is_done(self._serial)
+
+    def finish(self) -> None:
+        """Collect a completed frame: each panel reads its counters back."""
+        for p in self.panels:
+            p.drawable.finish()
+        self.frames += 1
 
     def render(self) -> np.ndarray:
         """Draw one frame and return it as a ``(height, width, 4)`` uint8 RGBA array."""
         serial = self.submit()
         self.device.wait(serial)
-        for p in self.panels:
-            p.drawable.finish()
-        self.frames += 1
+        self.finish()
         return self.pixels()
 
     def pixels(self) -> np.ndarray:
@@ -201,11 +224,15 @@ class Canvas:
         Image.fromarray(rgba, "RGBA").save(path)
         return path
 
-    def close(self) -> None:
+    def close(self, close_panels: bool = True) -> None:
+        """Release the canvas (and its drawables, unless ``close_panels=False``)."""
         if self.image is None:
             return
         for p in self.panels:
-            p.drawable.close()
+            if close_panels:
+                p.drawable.close()
+            else:
+                p.drawable.unbind()
         self.panels.clear()
         self._recorder.close()
         self._readback.close()

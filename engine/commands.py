@@ -102,6 +102,20 @@ class Recorder:
         region = new("VkBufferCopy", srcOffset=src_offset, dstOffset=dst_offset, size=size)
         vk.vkCmdCopyBuffer(self.handle, src.handle, dst.handle, 1, region)
 
+    def copy_buffer_to_image(self, buffer, image: StorageImage, x: int, y: int, width: int,
+                             height: int) -> None:
+        """Copy tightly packed RGBA8 rows from ``buffer`` into a rectangle of ``image``."""
+        region = new(
+            "VkBufferImageCopy",
+            bufferOffset=0, bufferRowLength=0, bufferImageHeight=0,
+            imageSubresource=new("VkImageSubresourceLayers", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT,
+                                 mipLevel=0, baseArrayLayer=0, layerCount=1),
+            imageOffset=new("VkOffset3D", x=x, y=y, z=0),
+            imageExtent=new("VkExtent3D", width=width, height=height, depth=1),
+        )
+        vk.vkCmdCopyBufferToImage(self.handle, buffer.handle, image.handle,
+                                  vk.VK_IMAGE_LAYOUT_GENERAL, 1, region)
+
     def copy_image_to_buffer(self, image: StorageImage, buffer) -> None:
         region = new(
             "VkBufferImageCopy",

@@ -124,11 +124,19 @@ class ViewBase:
         return buf, 0, source.code
 
     def bind(self, device, target, rect) -> None:
-        if self.device is not None:
+        if self.target is not None:
             raise RuntimeError("this view is already on a canvas; make a new view for another panel")
+        if self.device is not None and device is not self.device:
+            raise RuntimeError("this view's buffers live on another Vulkan device")
         self.device, self.target, self.rect = device, target, rect
         self.stale = True
         self._dirty.add("all")
+
+    def unbind(self) -> None:
+        """Leave the canvas but keep the buffers (to be placed on another canvas)."""
+        self._drop_sets()
+        self.target = self.rect = None
+        self.stale = True
 
     def _drop_sets(self) -> None:
         for s in self._sets:
@@ -144,4 +152,4 @@ class ViewBase:
         for b in self._buffers.values():
             b.close()
         self._buffers.clear()
-        self.device = None
+        self.device = self.target = None

@@ -56,6 +56,7 @@ class Heatmap(ViewBase):
         self.shape = shape
         self.source = Source(np.zeros((1, 1), F32))
         self._range_cache = None
+        self.seen_range = None
         if data is not None:
             self.set_data(data)
 
@@ -153,8 +154,11 @@ class Heatmap(ViewBase):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 5)
-        self.stats = dict(zip(("nan", "posinf", "neginf", "below", "above"), (int(v) for v in s), strict=False))
+        s = self._buffers["stats"].view(np.uint32, 7)
+        self.stats = dict(zip(STAT_NAMES, (int(v) for v in s[:5]), strict=True))
+        # the finite extremes this frame read (None when it read no finite value)
+        self.seen_range = ((float(_exact.from_orderable(s[5])), float(_exact.from_orderable(s[6])))
+                           if s[5] != 0xFFFFFFFF else None)
 
     # -- the numpy twin --------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:

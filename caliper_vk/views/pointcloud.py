@@ -96,6 +96,7 @@ class PointCloud(ViewBase):
         self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
         self._yaw, self._pitch = yaw_deg, pitch_deg
         self.zoom = float(zoom)
+        self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
         self.source = Source(np.zeros((0, 3), np.float32))
         self._fit_cache = None
         self.labels = self.values = None
@@ -145,6 +146,10 @@ class PointCloud(ViewBase):
     def positions(self) -> np.ndarray:
         """The positions as float32 (decoded exactly as the GPU decodes them)."""
         return self.source.float32()
+
+    def reset_camera(self) -> None:
+        """Back to the camera the view was made with."""
+        self._yaw, self._pitch, self.zoom = self._initial_camera
 
     def set_camera(self, yaw_deg=None, pitch_deg=None, zoom=None) -> None:
         if yaw_deg is not None:

@@ -1,0 +1,69 @@
+"""The module-level live API: ``attach``, ``step``, ``status``, ``empty``.
+
+They act on one default :class:`~caliper_vk.session.Session`, made on the first
+``attach``: a window when a display is available, otherwise offscreen frames
+written to ``caliper-frames/`` every 10 steps. Make a ``Session`` yourself for
+any other arrangement.
+"""
+
+from __future__ import annotations
+
+import atexit
+import sys
+import threading
+
+from .session import Panel, Session, Status
+
+_lock = threading.Lock()
+_session: Session | None = None
+
+
+def session() -> Session:
+    """The default session (made on first use)."""
+    global _session
+    with _lock:
+        if _session is None or _session.canvas is None:
+            from .session import display_available
+
+            if display_available():
+                _session = Session(window=True)
+            else:
+                _session = Session(window=False, out_dir="caliper-frames", save_every=10)
+                print("caliper: no display; writing a frame every 10 steps to caliper-frames/",
+                      file=sys.stderr)
+            atexit.register(_session.close)
+        return _session
+
+
+def attach(tensor, view: str = "pointcloud", **options) -> Panel:
+    """Draw ``tensor`` with ``view`` in the default session; see :meth:`Session.attach`."""
+    return session().attach(tensor, view=view, **options)
+
+
+def step(step: int | None = None) -> bool:
+    """Draw a frame of the default session unless the last is still in flight."""
+    if _session is None:
+        return False
+    return _session.step(step)
+
+
+def status() -> Status:
+    """The default session's status (device, each panel's path, frame time, skips)."""
+    return session().status()
+
+
+def empty(shape, dtype=None, device="cpu"):
+    """A tensor in memory the renderer reads in place (true zero-copy).
+
+    ``device="cpu"`` gives page-aligned host memory imported through
+    ``VK_EXT_external_memory_host``. CUDA and MPS allocation arrive with the
+    GPU-interop exporters.
+    """
+    kind = str(device).split(":")[0]
+    if kind != "cpu":
+        raise NotImplementedError(
+            f"caliper_vk.empty(device={device!r}) needs the {kind.upper()} exporter, which is not "
+            "built yet; allocate on the CPU, or attach your GPU tensor (drawn through host staging)")
+    from .exporters.cpu import empty as cpu_empty
+
+    return cpu_empty(shape, dtype)

@@ -1,0 +1,526 @@
+"""Live sessions: tensors attached to panels, drawn every training step.
+
+A :class:`Session` owns a canvas (and optionally a window), the panels
+attached to it, and the frame loop. ``attach`` exports the tensor under the
+v1 contract (:mod:`caliper_vk.exporters`) and gives the view a
+:class:`~caliper_vk.views._source.Source` over the tensor's own memory
+(zero-copy) or over a staging copy (with the reason). ``step`` is the only
+call on the training hot path:
+
+1. if the previous frame is still in flight, it skips drawing and counts the
+   skip — training never waits for the display;
+2. otherwise it collects the finished frame, runs the write/read protocol for
+   every panel, and submits the next frame without waiting for it.
+
+The write/read protocol (docs/contract.md) orders the producer's writes and
+the renderer's reads with one timeline semaphore per attached tensor: the
+producer's write *k* is signalled as ``2k+1`` (``panel.writing()`` on exit, or
+``step()`` on behalf of a loop that writes without it); frame *k* waits for
+``2k+1`` on the GPU, reads, and signals ``2k+2``; ``panel.writing()`` waits for
+``2k+2`` before letting the producer overwrite. On CPU tensors the producer's
+wait is on the host, and the status line says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import exporters
+from .engine import Canvas, Rect, TimelineSemaphore, default_device
+from .engine.external import ImportError_, import_host_pointer
+from .statusbar import HEIGHT as STATUS_HEIGHT
+from .statusbar import StatusBar
+from .views import make_view
+from .views._source import Source
+
+PATH_ZERO_COPY = "zero-copy"
+PATH_DEVICE_COPY = "on-device copy"
+PATH_STAGING = "host staging"
+GAP = 2
+
+
+def _numpy_alias(tensor) -> tuple[np.ndarray, str]:
+    """A numpy array sharing ``tensor``'s memory, and the contract dtype name."""
+    import torch
+
+    dtype = exporters.dtype_name(tensor)
+    if dtype == "bfloat16":
+        return tensor.detach().view(torch.int16).numpy().view(np.uint16), dtype
+    return tensor.detach().numpy(), dtype
+
+
+def _window_size(window) -> tuple[int, int]:
+    import glfw
+
+    return glfw.get_window_size(window.handle)
+
+
+def display_available() -> bool:
+    """True when a window could be opened (an X11 or Wayland display is set)."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+class Panel:
+    """A tensor attached to a view in a session. Made by :meth:`Session.attach`.
+
+    Attributes
+    ----------
+    path : str
+        ``"zero-copy"``, ``"on-device copy"`` or ``"host staging"``.
+    reason : str
+        How the path came about (why, when it is not zero-copy).
+    record : ExternalBuffer
+        The contract record of the tensor.
+    """
+
+    def __init__(self, session: Session, name: str, tensor, view, record, source: Source,
+                 path: str, reason: str):
+        self.session = session
+        self.name = name
+        self.view = view
+        self.record = record
+        self.source = source
+        self.path = path
+        self.reason = reason
+        self._tensor = tensor  # the storage stays alive while attached (record.owner too)
+        self._fingerprint = exporters.storage_fingerprint(tensor)
+        self._on_host = tensor.device.type == "cpu"
+        self.semaphore = TimelineSemaphore(session.device)
+        self._lock = threading.Lock()
+        self._turn = threading.Condition(self._lock)
+        self._writing = False
+        self._want_read = False  # the renderer (on another thread) is waiting for a gap
+        self._writes = 0  # producer writes signalled (value 2k+1 for write k)
+        self._reads = 0  # frames submitted that read this tensor (signal 2k+2 for read k)
+        self.producer_wait_s = 0.0
+        self.error: str | None = None
+        self.closed = False
+
+    # -- the producer's side -----------------------------------------------------------
+    @contextlib.contextmanager
+    def writing(self):
+        """Wrap writes to the attached tensor: waits until no frame is reading it, then
+        marks the new values ready for the next frame.
+
+        >>> with panel.writing():          # doctest: +SKIP
+        ...     emb.copy_(model.embed(x))
+        """
+        if not self.session.sync or self.closed:
+            yield
+            return
+        with self._lock:
+            if self._want_read and threading.get_ident() != self.session._render_thread:
+                # a renderer thread found us mid-write last time: let it book its read
+                # first (bounded, so a renderer that stopped calling step() costs little)
+                self._turn.wait_for(lambda: not self._want_read, timeout=0.05)
+            target = 2 * self._reads  # every submitted read has finished at this value
+            self._writing = True
+        t0 = time.perf_counter()
+        self.semaphore.wait(target)
+        self.producer_wait_s += time.perf_counter() - t0
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing = False
+                if self._writes == self._reads:  # the next read has no data signalled yet
+                    self.semaphore.signal(2 * self._writes + 1)
+                    self._writes += 1
+
+    # -- the renderer's side (called by Session.step) ----------------------------------
+    def _begin_read(self) -> tuple | None:
+        """Wait/signal values for this frame's read, or None to skip this frame."""
+        with self._lock:
+            if self.session.sync and self._writing:
+                return None  # the producer is writing: drawing now would tear
+            if self._writes == self._reads:
+                # no new write signalled since the last read: the memory is as it is now
+                self.semaphore.signal(2 * self._writes + 1)
+                self._writes += 1
+            k = self._reads
+            self._reads += 1
+            self._want_read = False
+            self._turn.notify_all()
+            return (self.semaphore, 2 * k + 1), (self.semaphore, 2 * k + 2)
+
+    def _refresh(self) -> None:
+        """Per-frame host work: storage checks, and the copy for non-CPU staging."""
+        exporters.check_unchanged(self._tensor, self._fingerprint, self.name)
+        if not self._on_host:
+            host = self._tensor.detach().to("cpu")
+            self.source.array, _ = _numpy_alias(host)
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return f"{self.name}: stopped ({self.error})"
+        if self.path == PATH_ZERO_COPY:
+            return f"{self.name}: {self.path}"
+        return f"{self.name}: {self.path} ({self.reason})"
+
+    def close(self) -> None:
+        """Detach: the panel leaves the session; its import is freed once the GPU is done."""
+        if self.closed:
+            return
+        self.session._detach(self)
+
+
+@dataclass
+class Status:
+    """What :func:`caliper_vk.status` reports."""
+
+    device: str
+    panels: list = field(default_factory=list)  # (name, path, reason)
+    frames: int = 0
+    skipped: int = 0
+    step: int = 0
+    frame_ms: float = 0.0
+    window: str = "headless"
+    paused: bool = False
+    message: str = ""
+
+    def line(self) -> str:
+        parts = [self.device]
+        for name, path, reason in self.panels:
+            parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
+        parts.append(f"{self.frame_ms:.1f} ms/frame")
+        parts.append(f"step {self.step}")
+        parts.append(f"skipped {self.skipped}")
+        if self.paused:
+            parts.append("PAUSED (space)")
+        if self.message:
+            parts.append(self.message)
+        return " · ".join(parts)
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+class Session:
+    """A set of live panels drawn every training step, in a window or offscreen.
+
+    Parameters
+    ----------
+    window : bool or None
+        ``True`` opens a window (GLFW + Vulkan swapchain), ``False`` renders
+        offscreen, ``None`` picks a window when a display is available.
+    size : (width, height)
+        Window or offscreen canvas size in pixels (the status line takes the bottom 20).
+    out_dir : path, optional
+        Offscreen sessions write PNG frames here every ``save_every`` steps.
+    save_every : int
+        0 writes no frames.
+    sync : bool
+        The write/read protocol (turn off only to see torn frames).
+    title : str
+        The window title.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
+                 sync: bool = True, title: str = "Caliper", device=None):
+        self.sync = sync
+        self.size = (int(size[0]), int(size[1]))
+        self.title = title
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.save_every = int(save_every)
+        self.window = None
+        want_window = display_available() if window is None else bool(window)
+        if want_window:
+            from .window import Window
+
+            self.window = Window(self.size, title, device=device)
+            self.device = self.window.device
+        else:
+            self.device = device or default_device()
+        self.panels: list[Panel] = []
+        self.status_bar = StatusBar()
+        self.canvas: Canvas | None = None
+        self.frames = 0
+        self.skipped = 0
+        self.step_count = 0
+        self.paused = False
+        self.message = ""
+        self.saved: list[Path] = []
+        self._frame_times: list[float] = []
+        self._submit_time = 0.0
+        self._inflight = False
+        self._save_pending: Path | None = None
+        self._render_thread = threading.get_ident()
+        self._layout()
+
+    # -- panels ---------------------------------------------------------------------------
+    def attach(self, tensor, view: str = "pointcloud", name: str | None = None, **options) -> Panel:
+        """Draw ``tensor`` with ``view`` from now on; returns the :class:`Panel`.
+
+        The tensor's memory is read in place where possible (zero-copy); keep
+        writing into it in place. Non-contiguous views and unsupported dtypes
+        are refused with the fix in the message.
+        """
+        name = name or f"{view}{len(self.panels)}"
+        record = exporters.export(tensor, self.device.info, name)
+        alias = None
+        if tensor.device.type == "cpu":
+            alias, dtype = _numpy_alias(tensor)
+        else:
+            alias, dtype = _numpy_alias(tensor.detach().to("cpu"))
+        path, reason, imported = PATH_STAGING, record.reason, None
+        if record.kind == "host-pointer":
+            try:
+                imported = import_host_pointer(self.device, record.handle, record.nbytes,
+                                               keepalive=record.owner)
+                path = PATH_ZERO_COPY
+            except ImportError_ as exc:
+                reason = f"the driver refused the import: {exc}"
+        source = Source(alias, dtype, imported=imported, live=True)
+        extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
+        v = make_view(view, **options)
+        try:
+            if view == "pointcloud":
+                v.set_source(source, **extra)
+            elif extra:
+                raise TypeError(f"{', '.join(extra)} only apply to the pointcloud view")
+            else:
+                v.set_source(source)
+        except Exception:
+            source.close()
+            v.close()
+            raise
+        panel = Panel(self, name, tensor, v, record, source, path, reason)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
+    def _detach(self, panel: Panel) -> None:
+        self._wait_idle()
+        self.panels.remove(panel)
+        panel.closed = True
+        panel.view.close()  # closes the source and its import (deferred until the GPU is done)
+        panel.semaphore.close()
+        panel._tensor = None
+        self._layout()
+
+    def _wait_idle(self) -> None:
+        if self._inflight:
+            self.device.wait()
+            self._collect()
+
+    def _layout(self) -> None:
+        width, height = self.window.framebuffer_size() if self.window else self.size
+        if self.canvas is not None:
+            self.canvas.close(close_panels=False)
+        self.canvas = Canvas(width, height, device=self.device)
+        area_h = height - STATUS_HEIGHT
+        n = len(self.panels)
+        if n and area_h > 2 * GAP:
+            cols = math.ceil(math.sqrt(n * width / max(area_h, 1)))
+            cols = max(1, min(n, cols))
+            rows = math.ceil(n / cols)
+            for i, panel in enumerate(self.panels):
+                r, c = divmod(i, cols)
+                x0 = GAP + (width - GAP) * c // cols
+                x1 = (width - GAP) * (c + 1) // cols
+                y0 = GAP + (area_h - GAP) * r // rows
+                y1 = (area_h - GAP) * (r + 1) // rows
+                self.canvas.place(panel.view, Rect(x0, y0, max(1, x1 - x0), max(1, y1 - y0)))
+        self.canvas.place(self.status_bar, Rect(0, height - STATUS_HEIGHT, width, STATUS_HEIGHT))
+        if self.window:
+            self.window.bind_canvas(self.canvas)
+
+    # -- the frame loop ----------------------------------------------------------------------
+    def step(self, step: int | None = None) -> bool:
+        """Draw a frame unless the previous one is still in flight; never waits for it.
+
+        Returns True when a frame was submitted, False when drawing was skipped
+        (the skip is counted), the session is paused, or the window is gone.
+        """
+        self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.window is not None:
+            if not self.window.alive:
+                return False
+            self._handle(self.window.poll())
+            if not self.window.alive:
+                self._window_closed()
+                return False
+            if self.window.resized:
+                self._wait_idle()
+                self.window.recreate()
+                self._layout()
+        if self._inflight:
+            if not self.canvas.done():
+                self.skipped += 1
+                return False
+            self._collect()
+        if self.paused:
+            return False
+        self._render_thread = threading.get_ident()
+        if self.sync and any(p._writing for p in self.panels):
+            for p in self.panels:
+                if p._writing:
+                    p._want_read = True
+            self.skipped += 1  # a producer is mid-write: drawing now would tear
+            return False
+        if self.window is not None and not self.window.acquire():
+            self.skipped += 1
+            return False
+        waits, signals = [], []
+        for panel in self.panels:
+            if panel.error:
+                continue
+            try:
+                panel._refresh()
+            except exporters.ContractError as exc:
+                self._stop_panel(panel, str(exc))
+                continue
+            pair = panel._begin_read()
+            if pair is None:  # a write began after the check above
+                for sem, value in waits:  # reads booked but never run: mark them done
+                    sem.signal(value + 1)
+                self.skipped += 1
+                return False
+            waits.append(pair[0])
+            signals.append(pair[1])
+        self.status_bar.set_text(self.status().line(), warn=bool(self.message))
+        extra = []
+        binary_wait, binary_signal = [], []
+        if self.window is not None:
+            extra = [self.window.present_commands()]
+            acquired, done = self.window.frame_semaphores
+            binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
+        self._submit_time = time.perf_counter()
+        try:
+            self.canvas.submit(wait=waits + binary_wait, signal=signals + binary_signal, extra=extra)
+            if self.window is not None:
+                self.window.present()
+        except Exception as exc:  # a Vulkan error must not stop training
+            self._fault(exc)
+            return False
+        self._inflight = True
+        if self.out_dir is not None and self.save_every and self.step_count % self.save_every == 0:
+            self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
+        return True
+
+    def _handle(self, events) -> None:
+        """Mouse and keys: drag rotates and the wheel zooms the point cloud under the
+        cursor; R resets its view, space pauses drawing, S saves a PNG."""
+        for ev in events:
+            target = self._panel_at(ev.x, ev.y)
+            view = target.view if target is not None else None
+            if ev.kind == "drag" and hasattr(view, "set_camera"):
+                yaw, pitch, _ = view.camera
+                view.set_camera(yaw_deg=yaw + 0.4 * ev.dx,
+                                pitch_deg=max(-90.0, min(90.0, pitch + 0.4 * ev.dy)))
+            elif ev.kind == "scroll" and hasattr(view, "set_camera"):
+                view.set_camera(zoom=max(0.05, min(50.0, view.camera[2] * 1.1 ** ev.dy)))
+            elif ev.kind == "key" and ev.key == "r" and hasattr(view, "reset_camera"):
+                view.reset_camera()
+            elif ev.kind == "key" and ev.key == "space":
+                self.paused = not self.paused
+                self.status_bar.set_text(self.status().line())
+            elif ev.kind == "key" and ev.key == "s":
+                folder = self.out_dir or Path.cwd()
+                path = self.save_png(folder / f"caliper_{time.strftime('%Y%m%d_%H%M%S')}.png")
+                self.message = f"saved {path}"
+                print(f"caliper: saved {path}", file=sys.stderr)
+
+    def _panel_at(self, x: float, y: float) -> Panel | None:
+        if self.window is not None:
+            ww, wh = _window_size(self.window)
+            fw, fh = self.window.framebuffer_size()
+            x, y = x * fw / max(ww, 1), y * fh / max(wh, 1)
+        for p in self.panels:
+            r = p.view.rect
+            if r is not None and r.x <= x < r.x + r.width and r.y <= y < r.y + r.height:
+                return p
+        return self.panels[0] if len(self.panels) == 1 else None
+
+    def _collect(self) -> None:
+        self.canvas.finish()
+        self._inflight = False
+        self.frames += 1
+        self._frame_times.append(time.perf_counter() - self._submit_time)
+        del self._frame_times[:-30]
+        if self._save_pending is not None:
+            path, self._save_pending = self._save_pending, None
+            self.canvas.save_png(path, self.canvas.pixels())
+            self.saved.append(path)
+
+    def _stop_panel(self, panel: Panel, why: str) -> None:
+        panel.error = why
+        self.message = f"{panel.name} stopped"
+        print(f"caliper: {why}", file=sys.stderr)
+
+    def _fault(self, exc: Exception) -> None:
+        self.message = f"renderer error: {type(exc).__name__}"
+        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
+              "drawing stops", file=sys.stderr)
+        self.paused = True
+
+    def _window_closed(self) -> None:
+        print("caliper: the window was closed; training continues without drawing",
+              file=sys.stderr)
+        self._wait_idle()
+
+    # -- reporting ---------------------------------------------------------------------------
+    def status(self) -> Status:
+        info = self.device.info
+        times = self._frame_times
+        return Status(
+            device=f"{info.name} ({info.kind})",
+            panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason)
+                    for p in self.panels],
+            frames=self.frames, skipped=self.skipped, step=self.step_count,
+            frame_ms=1000 * float(np.median(times)) if times else 0.0,
+            window=("window" if self.window and self.window.alive else
+                    "window closed" if self.window else "headless"),
+            paused=self.paused, message=self.message)
+
+    def flush(self) -> np.ndarray:
+        """Wait for the frame in flight (if any) and return the last frame's pixels."""
+        self._wait_idle()
+        return self.canvas.pixels()
+
+    def render(self) -> np.ndarray:
+        """Draw one frame now and wait for it (tests, screenshots, `S`)."""
+        self._wait_idle()
+        if not self.step(self.step_count):
+            raise RuntimeError("could not draw a frame (paused, window closed, or a producer mid-write)")
+        return self.flush()
+
+    def save_png(self, path) -> Path:
+        self._wait_idle()
+        return self.canvas.save_png(path, self.canvas.pixels())
+
+    def close(self) -> None:
+        if self.canvas is None:
+            return
+        self._wait_idle()
+        for panel in list(self.panels):
+            panel.closed = True
+            panel.view.close()
+            panel.semaphore.close()
+            panel._tensor = None
+        self.panels.clear()
+        self.canvas.close()
+        self.canvas = None
+        if self.window is not None:
+            self.window.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

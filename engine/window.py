@@ -1,0 +1,358 @@
+"""A GLFW window with a Vulkan swapchain that shows a canvas's exact bytes.
+
+GLFW gives the window and its surface on X11, Wayland, Win32 and Cocoa. Each
+frame the canvas image is copied by a tiny compute pass into an integer image
+in the swapchain's byte order, then ``vkCmdCopyImage`` moves those bytes into
+the acquired swapchain image untouched: a screenshot of the window equals the
+rendered canvas.
+
+Nothing here waits for the display: :meth:`Window.acquire` asks for an image
+with a zero timeout and reports ``False`` when none is free (the caller skips
+the frame). Input arrives as :class:`Event` records in :attr:`Window.events`;
+what they mean is the caller's business (``caliper_vk.session``).
+
+Event pumping must happen on the thread that created the window (macOS
+requires the main thread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import vulkan as vk
+
+from . import shaders
+from ._vk import device_proc, ffi, instance_proc, new
+from .commands import Recorder
+from .compute import ComputePipeline
+from .device import Device
+from .image import StorageImage, subresource_range
+from .instance import Instance, NoDeviceError
+from .memory import Buffer
+
+PREFERRED_FORMATS = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_R8G8B8A8_UNORM,
+                     vk.VK_FORMAT_B8G8R8A8_SRGB, vk.VK_FORMAT_R8G8B8A8_SRGB)
+BGRA = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_B8G8R8A8_SRGB)
+PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
+                 vk.VK_PRESENT_MODE_FIFO_KHR)
+
+
+@dataclass
+class Event:
+    kind: str  # "drag", "scroll", "key", "press"
+    x: float = 0.0
+    y: float = 0.0
+    dx: float = 0.0
+    dy: float = 0.0
+    key: str = ""
+
+
+class BinarySemaphore:
+    def __init__(self, device: Device):
+        self.device = device
+        self.handle = vk.vkCreateSemaphore(device.handle, new("VkSemaphoreCreateInfo"), None)
+
+    def close(self):
+        if self.handle is not None:
+            handle, self.handle = self.handle, None
+            dev = self.device.handle
+            self.device.retire(lambda: vk.vkDestroySemaphore(dev, handle, None))
+
+
+def _glfw():
+    import glfw
+
+    return glfw
+
+
+class Window:
+    """A window showing one canvas. States: open → closed (by the user or ``close``).
+
+    Parameters
+    ----------
+    size : (width, height)
+    title : str
+    device : Device, optional
+        Must have been made with the surface extensions GLFW needs; by default the
+        window makes its own device (and instance) and closes them.
+    """
+
+    def __init__(self, size, title: str = "Caliper", device: Device | None = None):
+        glfw = _glfw()
+        if not glfw.init():
+            raise NoDeviceError("GLFW could not initialise a display (is DISPLAY or WAYLAND_DISPLAY "
+                                "set and reachable?); use an offscreen session (window=False)")
+        if not glfw.vulkan_supported():
+            raise NoDeviceError("GLFW found no Vulkan loader for windows")
+        glfw.window_hint(glfw.CLIENT_API, glfw.NO_API)
+        glfw.window_hint(glfw.RESIZABLE, glfw.TRUE)
+        self.handle = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
+        if not self.handle:
+            raise NoDeviceError("GLFW could not create a window")
+        self._own_device = device is None
+        if device is None:
+            exts = list(glfw.get_required_instance_extensions())
+            device = Device(Instance(extensions=exts))
+        self.device = device
+        if "VK_KHR_swapchain" not in device.extensions:
+            raise NoDeviceError(f"{device.info.name} cannot present to windows (no VK_KHR_swapchain)")
+        surface = ffi.new("VkSurfaceKHR *")
+        result = glfw.create_window_surface(device.instance.handle, self.handle, None, surface)
+        if result != vk.VK_SUCCESS:
+            raise NoDeviceError(f"could not create a Vulkan surface for the window (VkResult {result})")
+        self.surface = surface[0]
+        inst = device.instance.handle
+        supported = instance_proc(inst, "vkGetPhysicalDeviceSurfaceSupportKHR")(
+            device.info.handle, device.queue_family, self.surface)
+        if not supported:
+            raise NoDeviceError(f"{device.info.name}'s compute queue cannot present to this window")
+        self.events: list[Event] = []
+        self.alive = True
+        self.resized = False
+        self._drag = None
+        self._install_callbacks()
+        d = device.handle
+        self._create_swapchain = device_proc(d, "vkCreateSwapchainKHR")
+        self._destroy_swapchain = device_proc(d, "vkDestroySwapchainKHR")
+        self._get_images = device_proc(d, "vkGetSwapchainImagesKHR")
+        self._acquire = device_proc(d, "vkAcquireNextImageKHR")
+        self._queue_present = device_proc(d, "vkQueuePresentKHR")
+        self.pipeline = ComputePipeline(device, shaders.load("present"), ["buffer", "image", "image"],
+                                        name="present")
+        self.swapchain = None
+        self.canvas = None
+        self._acquired: int | None = None
+        self._acquire_sems: list = []
+        self._setup()
+
+    # -- swapchain ---------------------------------------------------------------------------
+    def framebuffer_size(self) -> tuple[int, int]:
+        w, h = _glfw().get_framebuffer_size(self.handle)
+        return max(1, w), max(1, h)
+
+    def _setup(self) -> None:
+        dev, inst, pd = self.device.handle, self.device.instance.handle, self.device.info.handle
+        caps = instance_proc(inst, "vkGetPhysicalDeviceSurfaceCapabilitiesKHR")(pd, self.surface)
+        formats = instance_proc(inst, "vkGetPhysicalDeviceSurfaceFormatsKHR")(pd, self.surface)
+        modes = instance_proc(inst, "vkGetPhysicalDeviceSurfacePresentModesKHR")(pd, self.surface)
+        available = {f.format: f for f in formats}
+        fmt = next((f for f in PREFERRED_FORMATS if f in available), None)
+        if fmt is None:
+            raise NoDeviceError(f"the window offers no 8-bit RGBA/BGRA format ({list(available)})")
+        if not caps.supportedUsageFlags & vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT:
+            raise NoDeviceError("the window's swapchain images cannot be copied into")
+        self.format = fmt
+        self.swap_rb = fmt in BGRA
+        mode = next(m for m in PRESENT_MODES if m in modes or m == vk.VK_PRESENT_MODE_FIFO_KHR)
+        w, h = self.framebuffer_size()
+        if caps.currentExtent.width != 0xFFFFFFFF:
+            w, h = caps.currentExtent.width, caps.currentExtent.height
+        self.extent = (max(1, w), max(1, h))
+        count = caps.minImageCount + 1
+        if caps.maxImageCount:
+            count = min(count, caps.maxImageCount)
+        info = new(
+            "VkSwapchainCreateInfoKHR",
+            surface=self.surface, minImageCount=count, imageFormat=fmt,
+            imageColorSpace=available[fmt].colorSpace,
+            imageExtent=new("VkExtent2D", width=self.extent[0], height=self.extent[1]),
+            imageArrayLayers=1, imageUsage=vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+            imageSharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, preTransform=caps.currentTransform,
+            compositeAlpha=vk.VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR, presentMode=mode, clipped=vk.VK_TRUE,
+            oldSwapchain=self.swapchain,
+        )
+        old = self.swapchain
+        self.swapchain = self._create_swapchain(dev, info, None)
+        if old is not None:
+            self._destroy_swapchain(dev, old, None)
+        self.images = self._get_images(dev, self.swapchain)
+        self.present_image = StorageImage(self.device, *self.extent)
+        self.params = Buffer(self.device, 16)
+        self.params.write(np.array([self.extent[0], self.extent[1], int(self.swap_rb), 0], np.uint32))
+        self.done_sems = [BinarySemaphore(self.device) for _ in self.images]
+        self._acquire_sems = [BinarySemaphore(self.device) for _ in range(len(self.images) + 1)]
+        self._next_sem = 0
+        self._recorders: list[Recorder] = []
+        self._sets = []
+        self.resized = False
+
+    def _teardown(self) -> None:
+        self.device.wait()
+        vk.vkDeviceWaitIdle(self.device.handle)
+        for r in self._recorders:
+            r.close()
+        for s in self._sets:
+            s.close()
+        for s in self.done_sems + self._acquire_sems:
+            s.close()
+        self.present_image.close()
+        self.params.close()
+        self._recorders, self._sets = [], []
+        self._acquired = None
+
+    def recreate(self) -> None:
+        """Rebuild the swapchain after a resize (the caller re-lays out its canvas)."""
+        while self.alive:
+            w, h = _glfw().get_framebuffer_size(self.handle)
+            if w and h:
+                break
+            _glfw().wait_events()  # minimised: nothing to draw into
+        self._teardown()
+        self._setup()
+        if self.canvas is not None:
+            self.bind_canvas(self.canvas)
+
+    def bind_canvas(self, canvas) -> None:
+        """Record the per-image presentation commands for ``canvas``."""
+        self.device.wait()
+        for r in self._recorders:
+            r.close()
+        for s in self._sets:
+            s.close()
+        self.canvas = canvas
+        self._sets = [self.pipeline.bind([self.params, canvas.image, self.present_image])]
+        self._recorders = []
+        w = min(canvas.width, self.extent[0])
+        h = min(canvas.height, self.extent[1])
+        for image in self.images:
+            rec = Recorder(self.device).begin()
+            rec.to_general(self.present_image)
+            rec.clear(self.present_image, (0, 0, 0, 255))
+            rec.barrier()
+            rec.dispatch(self._sets[0], -(-w // 16), -(-h // 16))
+            rec.barrier()
+            _transition(rec, image, vk.VK_IMAGE_LAYOUT_UNDEFINED,
+                        vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL)
+            region = new(
+                "VkImageCopy",
+                srcSubresource=_layers(), srcOffset=new("VkOffset3D"), dstSubresource=_layers(),
+                dstOffset=new("VkOffset3D"),
+                extent=new("VkExtent3D", width=self.extent[0], height=self.extent[1], depth=1))
+            vk.vkCmdCopyImage(rec.handle, self.present_image.handle, vk.VK_IMAGE_LAYOUT_GENERAL, image,
+                              vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, region)
+            _transition(rec, image, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                        vk.VK_IMAGE_LAYOUT_PRESENT_SRC_KHR)
+            rec.end()
+            self._recorders.append(rec)
+
+    # -- frames ---------------------------------------------------------------------------------
+    def acquire(self) -> bool:
+        """Get a swapchain image without waiting; False when none is free (skip the frame)."""
+        if self._acquired is not None:
+            return True
+        sem = self._acquire_sems[self._next_sem]
+        try:
+            index = self._acquire(self.device.handle, self.swapchain, 0, sem.handle, None)
+        except (vk.VkNotReady, vk.VkTimeout):
+            return False
+        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
+            self.resized = True
+            return False
+        self._next_sem = (self._next_sem + 1) % len(self._acquire_sems)
+        self._acquired = index
+        self._acquired_sem = sem
+        return True
+
+    def present_commands(self):
+        """The command buffer that shows the canvas in the acquired image."""
+        return self._recorders[self._acquired].handle
+
+    @property
+    def frame_semaphores(self):
+        """(wait, signal) binary semaphores for the frame's submission."""
+        return self._acquired_sem, self.done_sems[self._acquired]
+
+    def present(self) -> None:
+        index, self._acquired = self._acquired, None
+        info = new("VkPresentInfoKHR", waitSemaphoreCount=1,
+                   pWaitSemaphores=[self.done_sems[index].handle], swapchainCount=1,
+                   pSwapchains=[self.swapchain], pImageIndices=[index])
+        try:
+            self._queue_present(self.device.queue, info)
+        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
+            self.resized = True
+
+    # -- input ------------------------------------------------------------------------------------
+    def _install_callbacks(self) -> None:
+        glfw = _glfw()
+
+        def on_button(win, button, action, mods):
+            if button == glfw.MOUSE_BUTTON_LEFT:
+                self._drag = glfw.get_cursor_pos(win) if action == glfw.PRESS else None
+
+        def on_cursor(win, x, y):
+            if self._drag is not None:
+                px, py = self._drag
+                self.events.append(Event("drag", x=x, y=y, dx=x - px, dy=y - py))
+                self._drag = (x, y)
+
+        def on_scroll(win, dx, dy):
+            x, y = glfw.get_cursor_pos(win)
+            self.events.append(Event("scroll", x=x, y=y, dy=dy))
+
+        def on_key(win, key, scancode, action, mods):
+            if action == glfw.PRESS:
+                name = glfw.get_key_name(key, scancode) or {glfw.KEY_SPACE: "space",
+                                                            glfw.KEY_ESCAPE: "escape"}.get(key, "")
+                x, y = glfw.get_cursor_pos(win)
+                self.events.append(Event("key", x=x, y=y, key=name.lower()))
+
+        def on_size(win, w, h):
+            self.resized = True
+
+        self._callbacks = (on_button, on_cursor, on_scroll, on_key, on_size)  # keep them alive
+        glfw.set_mouse_button_callback(self.handle, on_button)
+        glfw.set_cursor_pos_callback(self.handle, on_cursor)
+        glfw.set_scroll_callback(self.handle, on_scroll)
+        glfw.set_key_callback(self.handle, on_key)
+        glfw.set_framebuffer_size_callback(self.handle, on_size)
+
+    def poll(self) -> list[Event]:
+        """Pump window events; returns (and clears) the input events since the last poll."""
+        glfw = _glfw()
+        glfw.poll_events()
+        if glfw.window_should_close(self.handle):
+            self.alive = False
+        events, self.events = self.events, []
+        return events
+
+    def set_title(self, title: str) -> None:
+        _glfw().set_window_title(self.handle, title)
+
+    def position(self) -> tuple[int, int]:
+        return _glfw().get_window_pos(self.handle)
+
+    def close(self) -> None:
+        if self.handle is None:
+            return
+        self._teardown()
+        self.pipeline.close()
+        self._destroy_swapchain(self.device.handle, self.swapchain, None)
+        instance_proc(self.device.instance.handle, "vkDestroySurfaceKHR")(
+            self.device.instance.handle, self.surface, None)
+        _glfw().destroy_window(self.handle)
+        self.handle = None
+        self.alive = False
+        if self._own_device:
+            self.device.close()
+            self.device.instance.close()
+
+
+def _layers():
+    return new("VkImageSubresourceLayers", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
+               baseArrayLayer=0, layerCount=1)
+
+
+def _transition(rec: Recorder, image, old: int, new_layout: int) -> None:
+    barrier = new(
+        "VkImageMemoryBarrier",
+        srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT if old != vk.VK_IMAGE_LAYOUT_UNDEFINED else 0,
+        dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT
+        if new_layout == vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL else 0,
+        oldLayout=old, newLayout=new_layout,
+        srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+        image=image, subresourceRange=subresource_range())
+    vk.vkCmdPipelineBarrier(rec.handle, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 0, None, 0, None, 1, barrier)
+
