@@ -137,9 +137,10 @@ def cmd_demo(args) -> int:
     if args.name == "digits":
         from .demos import digits
 
-        digits.run(out_dir=args.out or "out/digits", steps=args.steps, every=args.every,
-                   width=_size(args.size)[0], height=_size(args.size)[1])
-        return 0
+        width, height = _size(args.size)
+        summary = digits.run(out_dir=args.out or "out/digits", steps=args.steps, every=args.every,
+                             width=width, height=height, window=False if args.headless else None)
+        return 130 if summary["interrupted"] else 0
     raise UserError(f"unknown demo {args.name!r}; available: digits")
 
 
@@ -171,9 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run a demo")
     p.add_argument("name", help="digits")
     p.add_argument("--out", help="output folder (default out/NAME)")
-    p.add_argument("--steps", type=int, default=400, help="optimizer steps")
-    p.add_argument("--every", type=int, default=4, help="render a frame every N steps")
-    p.add_argument("--size", default="800x600", help="frame size WIDTHxHEIGHT")
+    p.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
+    p.add_argument("--every", type=int, default=5,
+                   help="offscreen: write a frame every N steps (default 5)")
+    p.add_argument("--size", default="1000x720", help="window or frame size WIDTHxHEIGHT")
+    p.add_argument("--headless", action="store_true", help="render offscreen even with a display")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import exporters
 from .engine import Canvas, Rect, TimelineSemaphore, default_device
-from .engine.external import ImportError_, import_host_pointer
+from .engine.external import HostImportError, import_host_pointer
 from .statusbar import HEIGHT as STATUS_HEIGHT
 from .statusbar import StatusBar
 from .views import make_view
@@ -104,6 +104,7 @@ class Panel:
         self._writes = 0  # producer writes signalled (value 2k+1 for write k)
         self._reads = 0  # frames submitted that read this tensor (signal 2k+2 for read k)
         self.producer_wait_s = 0.0
+        self.producer_writes = 0
         self.error: str | None = None
         self.closed = False
 
@@ -129,6 +130,7 @@ class Panel:
         t0 = time.perf_counter()
         self.semaphore.wait(target)
         self.producer_wait_s += time.perf_counter() - t0
+        self.producer_writes += 1
         try:
             yield
         finally:
@@ -185,16 +187,19 @@ class Status:
     frames: int = 0
     skipped: int = 0
     step: int = 0
-    frame_ms: float = 0.0
+    frame_ms: float = 0.0  # submit → seen complete (an upper bound: completion is seen at a step)
     window: str = "headless"
     paused: bool = False
     message: str = ""
+    producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
 
     def line(self) -> str:
         parts = [self.device]
         for name, path, reason in self.panels:
             parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
-        parts.append(f"{self.frame_ms:.1f} ms/frame")
+        parts.append(f"frame ≤{self.frame_ms:.1f} ms")
+        if self.producer_wait_ms >= 0.05:
+            parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
         parts.append(f"step {self.step}")
         parts.append(f"skipped {self.skipped}")
         if self.paused:
@@ -220,7 +225,9 @@ class Session:
     out_dir : path, optional
         Offscreen sessions write PNG frames here every ``save_every`` steps.
     save_every : int
-        0 writes no frames.
+        0 writes no frames. On those steps an offscreen session waits for the
+        frame in flight so that each of them gets its frame (a recording, not a
+        live view); a windowed session never waits.
     sync : bool
         The write/read protocol (turn off only to see torn frames).
     title : str
@@ -239,7 +246,7 @@ class Session:
         self.window = None
         want_window = display_available() if window is None else bool(window)
         if want_window:
-            from .window import Window
+            from .engine.window import Window
 
             self.window = Window(self.size, title, device=device)
             self.device = self.window.device
@@ -282,7 +289,7 @@ class Session:
                 imported = import_host_pointer(self.device, record.handle, record.nbytes,
                                                keepalive=record.owner)
                 path = PATH_ZERO_COPY
-            except ImportError_ as exc:
+            except HostImportError as exc:
                 reason = f"the driver refused the import: {exc}"
         source = Source(alias, dtype, imported=imported, live=True)
         extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
@@ -360,6 +367,8 @@ class Session:
                 self.window.recreate()
                 self._layout()
         if self._inflight:
+            if self._save_due() and not self.canvas.done():
+                self.device.wait()  # offscreen recording: every Kth step gets its frame
             if not self.canvas.done():
                 self.skipped += 1
                 return False
@@ -409,9 +418,13 @@ class Session:
             self._fault(exc)
             return False
         self._inflight = True
-        if self.out_dir is not None and self.save_every and self.step_count % self.save_every == 0:
+        if self._save_due():
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
         return True
+
+    def _save_due(self) -> bool:
+        return (self.window is None and self.out_dir is not None and self.save_every > 0
+                and self.step_count % self.save_every == 0)
 
     def _handle(self, events) -> None:
         """Mouse and keys: drag rotates and the wheel zooms the point cloud under the
@@ -486,7 +499,9 @@ class Session:
             frame_ms=1000 * float(np.median(times)) if times else 0.0,
             window=("window" if self.window and self.window.alive else
                     "window closed" if self.window else "headless"),
-            paused=self.paused, message=self.message)
+            paused=self.paused, message=self.message,
+            producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
+            / max(1, sum(p.producer_writes for p in self.panels)))
 
     def flush(self) -> np.ndarray:
         """Wait for the frame in flight (if any) and return the last frame's pixels."""

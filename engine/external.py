@@ -22,7 +22,7 @@ from .memory import ALL_USAGE
 HOST_ALLOCATION = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
 
 
-class ImportError_(RuntimeError):  # noqa: N801 - avoid shadowing the builtin ImportError
+class HostImportError(RuntimeError):
     """The driver refused an import; the message says why (the caller falls back to staging)."""
 
 
@@ -41,9 +41,9 @@ class ImportedBuffer:
 
     def __init__(self, device: Device, address: int, nbytes: int, keepalive=None):
         if not device.info.has("VK_EXT_external_memory_host"):
-            raise ImportError_(f"{device.info.name} lacks VK_EXT_external_memory_host")
+            raise HostImportError(f"{device.info.name} lacks VK_EXT_external_memory_host")
         if nbytes <= 0:
-            raise ImportError_("nothing to import: the range is empty")
+            raise HostImportError("nothing to import: the range is empty")
         align = device.info.host_pointer_alignment or 4096
         base = address - address % align
         end = address + nbytes
@@ -60,9 +60,9 @@ class ImportedBuffer:
         try:
             get_props(dev, HOST_ALLOCATION, pointer, props)
         except vk.VkError as exc:
-            raise ImportError_(f"the driver cannot import this memory ({type(exc).__name__})") from exc
+            raise HostImportError(f"the driver cannot import this memory ({type(exc).__name__})") from exc
         if props.memoryTypeBits == 0:
-            raise ImportError_("the driver offers no memory type for this host memory")
+            raise HostImportError("the driver offers no memory type for this host memory")
         external = new("VkExternalMemoryBufferCreateInfo", handleTypes=HOST_ALLOCATION)
         self.handle = vk.vkCreateBuffer(
             dev, new("VkBufferCreateInfo", pNext=external, size=self.size, usage=ALL_USAGE,
@@ -71,7 +71,7 @@ class ImportedBuffer:
         bits = props.memoryTypeBits & req.memoryTypeBits
         if bits == 0:
             vk.vkDestroyBuffer(dev, self.handle, None)
-            raise ImportError_("no memory type suits both the buffer and the imported memory")
+            raise HostImportError("no memory type suits both the buffer and the imported memory")
         index = device.memory_type(bits, 0)
         info = new("VkImportMemoryHostPointerInfoEXT", handleType=HOST_ALLOCATION,
                    pHostPointer=pointer)
@@ -81,7 +81,7 @@ class ImportedBuffer:
                          memoryTypeIndex=index), None)
         except vk.VkError as exc:
             vk.vkDestroyBuffer(dev, self.handle, None)
-            raise ImportError_(f"vkAllocateMemory refused the import ({type(exc).__name__})") from exc
+            raise HostImportError(f"vkAllocateMemory refused the import ({type(exc).__name__})") from exc
         vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
 
     def close(self) -> None:

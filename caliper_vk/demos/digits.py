@@ -1,23 +1,25 @@
-"""The digits demo: a 3-D cloud of handwritten digits split into ten lobes as an MLP learns.
+"""The digits demo: a 3-D cloud of handwritten digits splitting into ten lobes as an MLP learns.
 
 An MLP with a 3-unit bottleneck trains on scikit-learn's 1,797 8x8 digits.
-Every few optimizer steps the bottleneck activations of all digits (the
-network's own representation) are drawn as a point cloud coloured by the true
-digit, while the camera turns slowly. Frames are written as PNG files, plus a
-contact sheet of six moments of training in one canvas.
-
-Until the live window lands, the demo always renders offscreen and says so.
+After every optimizer step the bottleneck activations of all digits — the
+network's own representation, not a post-hoc projection — are written into a
+tensor attached to a point-cloud panel (``caliper_vk.empty``, read in place by
+the renderer), and ``step()`` draws it unless the previous frame is still in
+flight. With a display the cloud turns in a window (drag to rotate, wheel to
+zoom, R, space, S); without one, frames are written every ``every`` steps and a
+contact sheet of six moments closes the run.
 """
 
 from __future__ import annotations
 
-import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..engine import Canvas
+from ..session import Session, display_available
 from ..views import PointCloud
 
 
@@ -37,10 +39,31 @@ def _model(torch, seed: int):
     return embed, head
 
 
-def run(out_dir: str | os.PathLike = "out/digits", steps: int = 400, every: int = 4,
-        width: int = 800, height: int = 600, seed: int = 0, log=print) -> dict:
-    """Train, render a frame every ``every`` steps into ``out_dir``; return a summary."""
+def separation(points: np.ndarray, labels: np.ndarray) -> float:
+    """Silhouette score of the points against the digit labels (-1..1; > 0.5 is well separated)."""
+    from sklearn.metrics import silhouette_score
+
+    ok = np.isfinite(points).all(axis=1)
+    return float(silhouette_score(points[ok], labels[ok]))
+
+
+def contact_sheet(snapshots, labels, path: Path) -> list[int]:
+    """Six moments of training side by side in one canvas; returns their steps."""
+    picks = [snapshots[round(i * (len(snapshots) - 1) / 5)] for i in range(6)]
+    with Canvas(1200, 800, rows=2, cols=3, gap=4) as grid:
+        for k, (step, emb) in enumerate(picks):
+            grid.add(PointCloud(emb, labels=labels, point_size_px=3, pitch_deg=18.0,
+                                yaw_deg=35.0 + 0.5 * step), row=k // 3, col=k % 3)
+        grid.save_png(path)
+    return [s for s, _ in picks]
+
+
+def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 1000, height: int = 720,
+        seed: int = 0, window: bool | None = None, progress: bool = True, log=print) -> dict:
+    """Train and draw; returns a summary (frames, paths, accuracy, separation)."""
     import torch
+
+    from .. import empty
 
     if steps < 1 or every < 1:
         raise ValueError("--steps and --every must be positive")
@@ -52,66 +75,82 @@ def run(out_dir: str | os.PathLike = "out/digits", steps: int = 400, every: int 
     x_np, y_np = _data()
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     embed, head = _model(torch, seed)
-    params = [*embed.parameters(), *head.parameters()]
-    opt = torch.optim.Adam(params, lr=3e-3)
+    opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
 
-    canvas = Canvas(width, height)
-    view = PointCloud(point_size_px=4, pitch_deg=18.0)
-    canvas.add(view)
-    dev = canvas.device.info
-    log(f"caliper: device {dev.name} ({dev.kind}), Vulkan {dev.api_version}")
-    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    log("caliper: rendering offscreen to PNG "
-        + ("(no display found)" if not display else "(the live window is not built yet)")
-        + "; path: host staging (positions copied from the tensor each frame)")
+    windowed = display_available() if window is None else window
+    session = Session(window=windowed, size=(width, height), out_dir=None if windowed else frames_dir,
+                      save_every=0 if windowed else every, title="Caliper · digits")
+    points = empty((len(x), 3))  # the renderer reads this memory in place
+    panel = session.attach(points, "pointcloud", name="bottleneck", labels=y_np, point_size_px=4,
+                           pitch_deg=18.0, yaw_deg=35.0)
+    st = session.status()
+    log(f"caliper: device {st.device}; panel {panel.status}")
+    log("caliper: " + ("drawing in a window (drag rotates, wheel zooms, R resets, space pauses, "
+                       "S saves a PNG)" if windowed else
+                       f"no display: writing a frame every {every} steps to {frames_dir}/"))
 
     snapshots: list[tuple[int, np.ndarray]] = []
-    frame_times: list[float] = []
-    n_frames = 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=steps, desc="digits", unit="step", file=sys.stderr, leave=False)
+    interrupted = False
+    loss = torch.tensor(float("nan"))
     t_start = time.perf_counter()
-    for step in range(steps + 1):
-        if step % every == 0 or step == steps:
-            with torch.no_grad():
-                emb = embed(x).numpy()
-            view.set_data(emb, labels=y_np)
-            view.set_camera(yaw_deg=35.0 + 0.5 * step)
-            t0 = time.perf_counter()
-            rgba = canvas.render()
-            frame_times.append(time.perf_counter() - t0)
-            canvas.save_png(frames_dir / f"frame_{n_frames:04d}.png", rgba)
-            n_frames += 1
-            snapshots.append((step, emb.copy()))
-        if step == steps:
-            break
-        idx = torch.randint(0, len(x), (128,), generator=gen)
-        loss = torch.nn.functional.cross_entropy(head(embed(x[idx])), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if step % 100 == 0:
-            log(f"caliper: step {step:4d}  loss {loss.item():.3f}")
+    try:
+        for step in range(steps + 1):
+            with torch.no_grad(), panel.writing():
+                points.copy_(embed(x))
+            if not windowed:
+                panel.view.set_camera(yaw_deg=35.0 + 0.5 * step)
+            session.step(step)
+            if step % every == 0 or step == steps:
+                snapshots.append((step, points.numpy().copy()))
+            if step == steps:
+                break
+            idx = torch.randint(0, len(x), (128,), generator=gen)
+            loss = torch.nn.functional.cross_entropy(head(embed(x[idx])), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if bar is not None:
+                bar.update(1)
+                if step % 20 == 0:
+                    bar.set_postfix(loss=f"{loss.item():.3f}", skipped=session.skipped)
+    except KeyboardInterrupt:
+        interrupted = True
+        log("caliper: interrupted; keeping what was drawn so far")
+    finally:
+        if bar is not None:
+            bar.close()
+    session.flush()  # the frame in flight, if any
+    elapsed = time.perf_counter() - t_start
     with torch.no_grad():
         acc = float((head(embed(x)).argmax(1) == y).float().mean())
-    canvas.close()
-
+    seen = points.numpy().copy()  # exactly the memory the renderer read
+    score = separation(seen, y_np)
+    if windowed and not interrupted and session.window is not None and session.window.alive:
+        log("caliper: training finished; close the window to exit")
+        while session.window.alive:
+            session.step(steps)
+            time.sleep(1 / 60)
+    status = session.status()
+    final = out / "final.png"
+    session.save_png(final)
+    session.close()
     sheet = out / "contact_sheet.png"
-    picks = [snapshots[round(i * (len(snapshots) - 1) / 5)] for i in range(6)]
-    with Canvas(1200, 800, rows=2, cols=3, gap=4) as grid:
-        for k, (step, emb) in enumerate(picks):
-            grid.add(PointCloud(emb, labels=y_np, point_size_px=3, pitch_deg=18.0,
-                                yaw_deg=35.0 + 0.5 * step), row=k // 3, col=k % 3)
-        grid.save_png(sheet)
-    elapsed = time.perf_counter() - t_start
-    summary = {
-        "frames": n_frames, "frames_dir": str(frames_dir), "contact_sheet": str(sheet),
-        "accuracy": acc, "steps": steps, "seconds": elapsed,
-        "median_render_ms": 1000 * float(np.median(frame_times)),
-        "sheet_steps": [s for s, _ in picks],
-    }
-    log(f"caliper: trained {steps} steps in {elapsed:.1f} s, train accuracy {acc:.1%}")
-    log(f"caliper: wrote {n_frames} frames ({width}x{height}) to {frames_dir}/ "
-        f"(median render {summary['median_render_ms']:.1f} ms)")
-    log(f"caliper: contact sheet of steps {summary['sheet_steps']} (left to right, top to bottom): "
-        f"{sheet}")
+    sheet_steps = contact_sheet(snapshots, y_np, sheet) if snapshots else []
+    frames = sorted(frames_dir.glob("frame_*.png"))
+    summary = {"frames_written": len(frames), "frames_drawn": status.frames, "skipped": status.skipped,
+               "frames_dir": str(frames_dir), "contact_sheet": str(sheet), "final": str(final),
+               "accuracy": acc, "silhouette": score, "steps": steps, "seconds": elapsed,
+               "sheet_steps": sheet_steps, "interrupted": interrupted, "path": panel.path}
+    log(f"caliper: {steps} steps in {elapsed:.1f} s; train accuracy {acc:.1%}; silhouette of the "
+        f"drawn points vs labels {score:.2f}; {status.frames} frames drawn, {status.skipped} skipped")
+    if frames:
+        log(f"caliper: wrote {len(frames)} frames to {frames_dir}/")
+    log(f"caliper: final frame {final}")
+    log(f"caliper: contact sheet (steps {sheet_steps}, left to right, top to bottom): {sheet}")
     return summary
