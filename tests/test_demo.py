@@ -1,4 +1,11 @@
-"""The digits demo trains, renders frames and a contact sheet a person can look at."""
+"""The digits demo: the cloud the renderer read really separates into lobes.
+
+The silhouette score of the attached positions against the digit labels is
+about 0 for the untrained network (-0.003 with seed 0: one blob) and 0.49
+after 300 steps (train accuracy 97%). The threshold 0.35 sits well above what
+any unseparated cloud scores and below what 300 steps reach, so the test fails
+if training, the attach, or the tensor the renderer reads break.
+"""
 
 import numpy as np
 from PIL import Image
@@ -6,17 +13,24 @@ from PIL import Image
 from caliper_vk.demos import digits
 
 
-def test_digits_demo_writes_frames_and_sheet(tmp_path):
+def test_digits_lobes_separate_on_the_drawn_tensor(tmp_path):
     lines = []
-    summary = digits.run(out_dir=tmp_path, steps=30, every=10, width=200, height=150,
-                         log=lines.append)
+    summary = digits.run(out_dir=tmp_path, steps=300, every=100, width=320, height=240,
+                         window=False, progress=False, log=lines.append)
+    assert summary["path"] == "zero-copy"
+    assert summary["silhouette"] > 0.35
     frames = sorted((tmp_path / "frames").glob("frame_*.png"))
-    assert len(frames) == summary["frames"] == 4
+    assert [f.name for f in frames] == [f"frame_{s:06d}.png" for s in (0, 100, 200, 300)]
     first = np.asarray(Image.open(frames[0]))
-    assert first.shape == (150, 200, 4)
-    colours = {tuple(c) for c in first.reshape(-1, 4)}
-    assert len(colours) > 20  # ten digit colours, shaded by depth, on the background
+    assert first.shape == (240, 320, 4)
+    assert len({tuple(c) for c in first.reshape(-1, 4)}) > 20  # ten digit colours, shaded
     sheet = np.asarray(Image.open(summary["contact_sheet"]))
     assert sheet.shape == (800, 1200, 4)
-    assert any("rendering offscreen" in line for line in lines)
     assert any(str(tmp_path / "frames") in line for line in lines)
+    assert any("contact sheet" in line for line in lines)
+
+
+def test_untrained_cloud_is_one_blob(tmp_path):
+    summary = digits.run(out_dir=tmp_path, steps=1, every=1, width=64, height=48, window=False,
+                         progress=False, log=lambda *_: None)
+    assert summary["silhouette"] < 0.1
