@@ -103,6 +103,8 @@ class Device:
         self._completed = 0
         self._retired: deque = deque()  # (serial, callback)
         self._free_fences: list = []
+        # Objects shared per device (built-in pipelines); closed before the device.
+        self.cache: dict = {}
 
     # -- memory types --------------------------------------------------------------
     def memory_type(self, type_bits: int, want: int, fallback: int | None = None) -> int:
@@ -216,6 +218,9 @@ class Device:
         if getattr(self, "handle", None) is None:
             return
         self.wait()
+        for obj in self.cache.values():
+            obj.close()
+        self.cache.clear()
         vk.vkDeviceWaitIdle(self.handle)
         with self._lock:
             while self._retired:

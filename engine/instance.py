@@ -50,6 +50,11 @@ OPTIONAL_DEVICE_EXTENSIONS = (
 )
 
 
+# Every validation error of every instance in this process, in order (the test suite
+# fails the test during which one appears, whichever device or window caused it).
+VALIDATION_LOG: list[str] = []
+
+
 class NoDeviceError(RuntimeError):
     """No usable Vulkan device; the message says what to install or set."""
 
@@ -223,6 +228,7 @@ class Instance:
         with self._lock:
             if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT:
                 self.validation_errors.append(text)
+                VALIDATION_LOG.append(text)
             else:
                 self.validation_warnings.append(text)
         return 0

@@ -24,15 +24,14 @@ def device():
 @pytest.fixture(autouse=True)
 def _no_validation_errors(request):
     from caliper_vk.engine import canvas as canvas_mod
+    from caliper_vk.engine.instance import VALIDATION_LOG
 
-    dev = canvas_mod._default_device
-    before = len(dev.instance.validation_errors) if dev is not None else 0
+    before = len(VALIDATION_LOG)
     yield
     dev = canvas_mod._default_device
-    if dev is None or dev.handle is None:
-        return
-    dev.wait()
-    new = dev.instance.validation_errors[before:]
+    if dev is not None and dev.handle is not None:
+        dev.wait()
+    new = VALIDATION_LOG[before:]
     _totals["tests_checked"] += 1
     _totals["errors"] += len(new)
     if new:
@@ -49,8 +48,10 @@ def artifacts(request) -> Path:
 def pytest_terminal_summary(terminalreporter):
     from caliper_vk.engine import canvas as canvas_mod
 
+    from caliper_vk.engine.instance import validation_requested
+
     dev = canvas_mod._default_device
-    on = dev is not None and dev.instance.validation
+    on = validation_requested()
     terminalreporter.write_line(
         f"Vulkan validation layer: {'on' if on else 'off'}; validation errors: {_totals['errors']} "
         f"(checked after {_totals['tests_checked']} tests)"

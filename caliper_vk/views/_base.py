@@ -16,16 +16,15 @@ from ..engine import Buffer, ComputePipeline, shaders
 from . import _exact
 
 MAX_GROUPS = 65535
-_pipelines: dict = {}
 
 
 def pipeline(device, name: str, bindings) -> ComputePipeline:
-    """The built-in pipeline ``name`` on ``device`` (made once per device)."""
-    key = (id(device), name)
-    p = _pipelines.get(key)
-    if p is None or p.handle is None or p.device is not device:
+    """The built-in pipeline ``name`` on ``device`` (made once per device, closed with it)."""
+    key = ("pipeline", name)
+    p = device.cache.get(key)
+    if p is None or p.handle is None:
         p = ComputePipeline(device, shaders.load(name), bindings, name=name)
-        _pipelines[key] = p
+        device.cache[key] = p
     return p
 
 

@@ -1,0 +1,151 @@
+"""attach(): the v1 contract at the API — zero-copy where possible, refusals that name the fix."""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+
+import caliper_vk as cv
+from caliper_vk import exporters
+from caliper_vk.engine import default_device
+from images import assert_same_image
+
+
+@pytest.fixture
+def session():
+    with cv.Session(window=False, size=(160, 120)) as s:
+        yield s
+
+
+def test_empty_is_page_aligned_and_zero_copy(session):
+    t = cv.empty((100, 3))
+    assert t.data_ptr() % 4096 == 0 and t.is_contiguous()
+    panel = session.attach(t, "pointcloud")
+    assert panel.path == "zero-copy"
+    assert "caliper_vk.empty()" in panel.reason
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32,
+                                   torch.uint8])
+def test_ordinary_cpu_tensors_are_read_in_place_in_every_dtype(session, dtype, artifacts):
+    t = (torch.randn(24, 40) * 50).to(dtype)
+    panel = session.attach(t, "heatmap")
+    assert panel.path == "zero-copy"
+    assert_same_image(session.render(), session.canvas.reference(), artifacts)
+
+
+def test_writes_in_place_show_in_the_next_frame(session, artifacts):
+    t = cv.empty((500, 3))
+    t.copy_(torch.randn(500, 3))
+    panel = session.attach(t, "pointcloud", labels=np.arange(500) % 10)
+    first = session.render()
+    with panel.writing():
+        t.mul_(-1.0)
+    second = session.render()
+    assert not np.array_equal(first, second)
+    assert_same_image(second, session.canvas.reference(), artifacts)
+
+
+def test_view_with_storage_offset_renders_only_its_own_elements(session):
+    base = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    part = base[32:]  # contiguous, storage offset 2048
+    assert part.storage_offset() == 2048 and part.is_contiguous()
+    panel = session.attach(part, "heatmap")
+    assert panel.path == "zero-copy"
+    session.render()
+    assert panel.view.seen_range == (2048.0, 4095.0)
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda: torch.zeros(8, 3).T, "transpose"),
+    (lambda: torch.zeros(8, 6)[:, ::2], "strided slice"),
+    (lambda: torch.zeros(1, 3).expand(8, 3), "expand"),
+    (lambda: torch.zeros(2, 3, 4, 4).to(memory_format=torch.channels_last), "channels-last"),
+    (lambda: torch.zeros(4, 4, 3).permute(2, 0, 1), "permute"),
+])
+def test_non_contiguous_views_are_refused_with_the_fix(session, make, what):
+    with pytest.raises(exporters.NotContiguousError, match=r"not contiguous .*\.contiguous\(\)"):
+        session.attach(make(), "heatmap", name="x")
+    assert session.panels == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.bool, torch.complex64,
+                                   torch.int16])
+def test_unsupported_dtypes_list_the_accepted_ones(session, dtype):
+    with pytest.raises(exporters.UnsupportedDtypeError,
+                       match="Caliper reads float32, float16, bfloat16, int32, uint8"):
+        session.attach(torch.zeros(4, 3, dtype=dtype), "pointcloud")
+
+
+def test_tensor_deleted_by_the_user_stays_drawable(session, artifacts):
+    t = torch.randn(300, 3)
+    panel = session.attach(t, "pointcloud")
+    expected = panel.view.reference(panel.view.rect.width, panel.view.rect.height)
+    del t
+    gc.collect()
+    [torch.randn(300, 3) for _ in range(50)]  # churn the allocator
+    session.render()
+    r = panel.view.rect
+    assert_same_image(session.canvas.pixels()[r.y:r.y + r.height, r.x:r.x + r.width], expected,
+                      artifacts)
+
+
+def test_resized_storage_stops_the_panel_not_training(session, capsys):
+    t = torch.randn(10, 3)
+    panel = session.attach(t, "pointcloud", name="emb")
+    session.render()
+    with pytest.raises(RuntimeError, match="not resizable"):
+        t.resize_(1000, 3)  # torch refuses: the storage is shared with the renderer
+    t.set_(torch.randn(1000, 3))  # the tensor now reads other memory than the panel
+    session.step()
+    assert panel.error and "resized, replaced or reshaped" in panel.error
+    assert "emb: stopped" in session.status().line()
+    assert "caliper: emb's storage was resized" in capsys.readouterr().err
+    assert session.step() in (True, False)  # keeps going
+
+
+def test_other_devices_fall_back_to_staging_with_a_reason():
+    record = exporters.export(torch.empty(4, 3, device="meta"), default_device().info, "x")
+    assert record.kind == "staging" and "no exporter for meta tensors" in record.reason
+
+
+def test_too_large_is_refused_clearly():
+    info = default_device().info
+    with pytest.raises(exporters.TooLargeError, match="maxStorageBufferRange"):
+        exporters.check_tensor(torch.empty(info.max_storage_buffer_range // 4 + 1), "big",
+                               info.max_storage_buffer_range)
+
+
+def test_close_detaches_and_frees_the_import(session):
+    t = cv.empty((100, 3))
+    panel = session.attach(t, "pointcloud")
+    session.render()
+    panel.close()
+    panel.close()  # harmless
+    assert session.panels == []
+    session.render()
+    session.device.wait()
+    assert session.device.pending_releases == 0
+
+
+def test_status_names_device_path_and_counts(session):
+    session.attach(cv.empty((10, 3)), "pointcloud", name="emb")
+    session.attach(torch.zeros(4, 4), "heatmap", name="attn")
+    session.render()
+    st = cv.Session.status(session)
+    assert [p[:2] for p in st.panels] == [("emb", "zero-copy"), ("attn", "zero-copy")]
+    line = st.line()
+    for part in ("llvmpipe" if "llvmpipe" in st.device else "", "emb: zero-copy", "step",
+                 "skipped", "frame"):
+        assert part in line
+
+
+def test_step_skips_while_a_frame_is_in_flight(session):
+    t = cv.empty((200_000, 3))
+    t.copy_(torch.randn(200_000, 3))
+    session.attach(t, "pointcloud")
+    assert session.step() is True
+    results = [session.step() for _ in range(3)]  # issued at once: the first frame is still drawing
+    assert False in results
+    assert session.skipped >= 1

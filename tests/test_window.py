@@ -1,0 +1,130 @@
+"""The live window under Xvfb: what is on screen equals the rendered canvas, byte for byte."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import caliper_vk as cv
+from caliper_vk.engine.window import Event
+from images import assert_same_image
+
+pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None,
+                                reason="Xvfb is not installed (apt-get install xvfb)")
+
+
+@pytest.fixture(scope="module")
+def display():
+    r, w = os.pipe()
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x1024x24",
+                             "-nolisten", "tcp"], pass_fds=(w,), stderr=subprocess.DEVNULL)
+    os.close(w)
+    number = b""
+    while not number.endswith(b"\n"):
+        chunk = os.read(r, 16)
+        if not chunk:
+            break
+        number += chunk
+    os.close(r)
+    name = f":{number.decode().strip()}"
+    old = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = name
+    yield name
+    if old is None:
+        os.environ.pop("DISPLAY", None)
+    else:
+        os.environ["DISPLAY"] = old
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def screenshot(display, session):
+    from PIL import ImageGrab
+
+    time.sleep(0.2)  # let the X server finish the presentation
+    shot = np.asarray(ImageGrab.grab(xdisplay=display))
+    x, y = session.window.position()
+    h, w = session.canvas.height, session.canvas.width
+    return shot[y:y + h, x:x + w]
+
+
+def make_session(tmp_path):
+    s = cv.Session(window=True, size=(480, 320), out_dir=tmp_path)
+    t = cv.empty((1500, 3))
+    t.copy_(torch.randn(1500, 3))
+    s.attach(t, "pointcloud", name="emb", labels=np.arange(1500) % 10)
+    s.attach(torch.randn(16, 16), "heatmap", name="attn", colormap="magma")
+    return s
+
+
+def rgb(a):
+    return np.concatenate([a[..., :3], np.full(a.shape[:2] + (1,), 255, np.uint8)], axis=2)
+
+
+def test_screenshot_equals_canvas(display, tmp_path, artifacts):
+    with make_session(tmp_path) as s:
+        frame = s.render()
+        assert_same_image(rgb(screenshot(display, s)), frame, artifacts)
+        assert_same_image(frame, s.canvas.reference(), artifacts / "twin")
+        assert s.status().window == "window"
+        assert s.device.instance.validation_errors == []
+
+
+def test_resize_relayouts_and_still_matches(display, tmp_path, artifacts):
+    import glfw
+
+    with make_session(tmp_path) as s:
+        s.render()
+        glfw.set_window_size(s.window.handle, 600, 420)
+        for _ in range(20):
+            glfw.poll_events()
+            time.sleep(0.02)
+            if s.window.resized:
+                break
+        s.step()
+        frame = s.render()
+        assert frame.shape[:2] == (420, 600)
+        assert_same_image(rgb(screenshot(display, s)), frame, artifacts)
+        assert s.device.instance.validation_errors == []
+
+
+def test_mouse_and_keys(display, tmp_path):
+    with make_session(tmp_path) as s:
+        s.render()
+        cloud = s.panels[0].view
+        r = cloud.rect
+        x, y = r.x + r.width / 2, r.y + r.height / 2
+        yaw0, pitch0, zoom0 = cloud.camera
+        s.window.events += [Event("drag", x=x, y=y, dx=50, dy=10), Event("scroll", x=x, y=y, dy=2)]
+        s.render()
+        yaw1, pitch1, zoom1 = cloud.camera
+        assert yaw1 == pytest.approx(yaw0 + 20) and pitch1 == pytest.approx(pitch0 + 4)
+        assert zoom1 == pytest.approx(zoom0 * 1.21)
+        s.window.events.append(Event("key", x=x, y=y, key="r"))
+        s.render()
+        assert cloud.camera == (yaw0, pitch0, zoom0)
+        s.window.events.append(Event("key", key="s"))
+        s.step()
+        assert list(tmp_path.glob("caliper_*.png")), "S saves a PNG into the session folder"
+        s.window.events.append(Event("key", key="space"))
+        assert s.step() is False and s.status().paused
+        s.window.events.append(Event("key", key="space"))
+        s.flush()
+        assert s.step() is True
+
+
+def test_closing_the_window_lets_training_continue(display, tmp_path, capsys):
+    import glfw
+
+    with make_session(tmp_path) as s:
+        s.render()
+        glfw.set_window_should_close(s.window.handle, True)
+        assert s.step() is False
+        assert s.step() is False  # and again, quietly
+        err = capsys.readouterr().err
+        assert err.count("the window was closed; training continues without drawing") == 1
+        assert s.status().window == "window closed"
