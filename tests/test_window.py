@@ -62,7 +62,7 @@ def make_session(tmp_path):
 
 
 def rgb(a):
-    return np.concatenate([a[..., :3], np.full(a.shape[:2] + (1,), 255, np.uint8)], axis=2)
+    return np.concatenate([a[..., :3], np.full((*a.shape[:2], 1), 255, np.uint8)], axis=2)
 
 
 def test_screenshot_equals_canvas(display, tmp_path, artifacts):
