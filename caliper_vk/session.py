@@ -195,8 +195,14 @@ class Status:
 
     def line(self) -> str:
         parts = [self.device]
+        plain = [p for p in self.panels if p[1] == PATH_ZERO_COPY]
+        if len(self.panels) > 3 and plain:
+            parts.append(f"{len(plain)} panels: zero-copy")
+        else:
+            plain = []
         for name, path, reason in self.panels:
-            parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
+            if (name, path, reason) not in plain:
+                parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
         parts.append(f"frame ≤{self.frame_ms:.1f} ms")
         if self.producer_wait_ms >= 0.05:
             parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
@@ -266,6 +272,8 @@ class Session:
         self._inflight = False
         self._save_pending: Path | None = None
         self._render_thread = threading.get_ident()
+        self._status_time = -1.0
+        self._status_message = ""
         self._layout()
 
     # -- panels ---------------------------------------------------------------------------
@@ -402,7 +410,11 @@ class Session:
                 return False
             waits.append(pair[0])
             signals.append(pair[1])
-        self.status_bar.set_text(self.status().line(), warn=bool(self.message))
+        now = time.perf_counter()
+        if now - self._status_time > 0.25 or self.message != self._status_message:
+            # text is drawn on the host: a few times a second is plenty
+            self.status_bar.set_text(self.status().line(), warn=bool(self.message))
+            self._status_time, self._status_message = now, self.message
         extra = []
         binary_wait, binary_signal = [], []
         if self.window is not None:
@@ -411,7 +423,8 @@ class Session:
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self._submit_time = time.perf_counter()
         try:
-            self.canvas.submit(wait=waits + binary_wait, signal=signals + binary_signal, extra=extra)
+            self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
+                               extra_signal=binary_signal)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training

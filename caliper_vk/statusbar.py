@@ -38,10 +38,15 @@ def render_text(text: str, width: int, height: int = HEIGHT, warn: bool = False)
     img = Image.new("RGBA", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(img)
     shown = text
-    while shown and draw.textlength(shown, font=font) > width - 12:
-        shown = shown[:-2]
-        if not shown.endswith("…"):
-            shown = shown.rstrip() + "…"
+    if draw.textlength(text, font=font) > width - 12:  # clip: the longest prefix that fits
+        lo, hi = 0, len(text)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if draw.textlength(text[:mid].rstrip() + "…", font=font) <= width - 12:
+                lo = mid
+            else:
+                hi = mid - 1
+        shown = text[:lo].rstrip() + "…"
     draw.text((6, height // 2), shown, font=font, fill=WARNING if warn else FOREGROUND, anchor="lm")
     return np.asarray(img, dtype=np.uint8)
 

@@ -7,8 +7,11 @@ Drawables (the views in ``caliper_vk.views``) follow a small protocol:
     allocate GPU resources for drawing into ``rect`` of ``target``;
 ``prepare()``
     host-side updates (parameters, data) before a frame is submitted;
+``record_reads(recorder)`` (optional)
+    record the passes that read the drawable's inputs; they run in the frame's
+    first submission, after which producers may overwrite those inputs;
 ``record(recorder)``
-    record the drawable's passes (called only when the canvas re-records);
+    record the drawable's other passes (called only when the canvas re-records);
 ``finish()``
     read results back (counters) once the frame has completed;
 ``stale``
@@ -117,6 +120,7 @@ class Canvas:
         self.panels: list[Panel] = []
         self.image = StorageImage(self.device, self.width, self.height)
         self._readback = Buffer(self.device, self.width * self.height * 4, readback=True)
+        self._reads_recorder = Recorder(self.device)
         self._recorder = Recorder(self.device)
         self._recorded = False
         self._serial = None
@@ -156,9 +160,20 @@ class Canvas:
         self._recorded = False
 
     def _record(self) -> None:
-        rec = self._recorder.begin()
+        # Part 1: every pass that reads a drawable's inputs (live tensors); the
+        # producers may overwrite them as soon as part 1 has completed.
+        rec = self._reads_recorder.begin()
         rec.to_general(self.image)
         rec.clear(self.image, self.color)
+        rec.barrier()
+        for p in self.panels:
+            record_reads = getattr(p.drawable, "record_reads", None)
+            if record_reads is not None:
+                record_reads(rec)
+        rec.end()
+        # Part 2: the rest (resolve passes, chrome) and the copy to host memory. Its first
+        # barrier orders it after part 1 (barriers reach back across submissions).
+        rec = self._recorder.begin()
         rec.barrier()
         for p in self.panels:
             p.drawable.record(rec)
@@ -168,19 +183,25 @@ class Canvas:
         rec.end()
         self._recorded = True
 
-    def submit(self, wait=(), signal=(), extra=()) -> int:
+    def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=()) -> int:
         """Prepare every panel and submit one frame; returns its serial (no CPU wait).
 
-        ``wait``/``signal`` are ``(TimelineSemaphore, value)`` pairs for the
-        submission; ``extra`` are command buffers to run after the frame's
-        (presentation). Call :meth:`finish` once the frame has completed.
+        The frame is two submissions. ``wait``/``signal`` (``(semaphore, value)``
+        pairs) belong to the first, which holds every pass that reads the
+        drawables' inputs, so a producer waiting on ``signal`` is released as
+        soon as its tensor has been read, not when the frame is done.
+        ``extra`` command buffers (presentation) run after the frame, with
+        ``extra_wait``/``extra_signal``. Call :meth:`finish` once the frame has
+        completed (:meth:`done`).
         """
         for p in self.panels:
             p.drawable.prepare()
         if not self._recorded or any(p.drawable.stale for p in self.panels):
-            self.device.wait()  # the command buffer may still be executing
+            self.device.wait()  # the command buffers may still be executing
             self._record()
-        self._serial = self.device.submit([self._recorder.handle, *extra], wait=wait, signal=signal)
+        self.device.submit([self._reads_recorder.handle], wait=wait, signal=signal)
+        self._serial = self.device.submit([self._recorder.handle, *extra], wait=extra_wait,
+                                          signal=extra_signal)
         return self._serial
 
     def done(self) -> bool:
@@ -234,6 +255,7 @@ class Canvas:
             else:
                 p.drawable.unbind()
         self.panels.clear()
+        self._reads_recorder.close()
         self._recorder.close()
         self._readback.close()
         self.image.close()

@@ -136,7 +136,8 @@ class Heatmap(ViewBase):
         if getattr(self, "_recorded_n", None) != self.source.array.size:
             self.stale = True
 
-    def record(self, rec) -> None:
+    def record_reads(self, rec) -> None:
+        """Both passes read the values: they all run in the frame's first submission."""
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
@@ -151,6 +152,8 @@ class Heatmap(ViewBase):
         rec.dispatch(stats, *groups_1d(self.source.array.size))
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
+
+    def record(self, rec) -> None:
         self.stale = False
 
     def finish(self) -> None:

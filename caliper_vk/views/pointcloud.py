@@ -253,7 +253,8 @@ class PointCloud(ViewBase):
         if getattr(self, "_recorded_n", None) != n:
             self.stale = True
 
-    def record(self, rec) -> None:
+    def record_reads(self, rec) -> None:
+        """Depth clear and splat: the only passes that read the positions."""
         b = self._buffers
         self._drop_sets()
         splat = pipeline(self.device, "pointcloud_splat", ["buffer"] * 6).bind(
@@ -267,9 +268,11 @@ class PointCloud(ViewBase):
         rec.barrier()
         if n:
             rec.dispatch(splat, *groups_1d(n))
-        rec.barrier()
-        rec.dispatch(resolve, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = n
+
+    def record(self, rec) -> None:
+        """The resolve pass (labels and values are host-staged inputs, not the live tensor)."""
+        rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
         self.stale = False
 
     def finish(self) -> None:

@@ -1,0 +1,189 @@
+"""Live-attach benchmarks, side by side in one run (ratios, not timed tests).
+
+1. Training overhead: the digits demo's loop (MLP, batch 128) with
+   ``panel.writing()`` + ``step()`` every optimizer step vs the same loop
+   without Caliper; each variant in a fresh process; ratio of median step times.
+2. Python CPU time per frame per panel (the calling thread's CPU time inside
+   ``step()``, which is what the training loop pays) with 1, 10 and 50 panels.
+3. Latency from "the tensor has new values" to "an RGBA frame of them exists in
+   host memory", for 2,000 and 1,000,000 points (positions + labels, 800 x 600):
+   Caliper zero-copy (``caliper_vk.empty``) vs a matplotlib scatter -> PNG ->
+   file -> PNG decode round trip of the same data.
+
+Run: .venv/bin/python bench/live.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+os.environ.setdefault("CALIPER_VK_VALIDATION", "0")
+
+TRAIN_CHILD = r"""
+import json, sys, time, numpy as np, torch
+sys.path.insert(0, {root!r})
+from caliper_vk.demos.digits import _data, _model
+use = {use!r}
+steps = {steps}
+x_np, y_np = _data()
+x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+embed, head = _model(torch, 0)
+opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
+gen = torch.Generator().manual_seed(0)
+if use:
+    import caliper_vk as cv
+    s = cv.Session(window=False, size=(800, 600))
+    pts = cv.empty((len(x), 3))
+    panel = s.attach(pts, "pointcloud", labels=y_np)
+times = []
+for step in range(steps):
+    t0 = time.perf_counter()
+    if use:
+        with torch.no_grad(), panel.writing():
+            pts.copy_(embed(x))
+        s.step()
+    idx = torch.randint(0, len(x), (128,), generator=gen)
+    loss = torch.nn.functional.cross_entropy(head(embed(x[idx])), y[idx])
+    opt.zero_grad(); loss.backward(); opt.step()
+    times.append(time.perf_counter() - t0)
+out = dict(times=times[20:])
+if use:
+    st = s.status(); out.update(frames=st.frames, skipped=st.skipped, wait_ms=st.producer_wait_ms)
+    s.close()
+print(json.dumps(out))
+"""
+
+
+def stats(xs) -> dict:
+    xs = np.asarray(xs)
+    q1, med, q3 = np.percentile(xs, [25, 50, 75])
+    return {"median_ms": med * 1e3, "iqr_ms": (q3 - q1) * 1e3, "n": int(xs.size)}
+
+
+def training_overhead(steps: int) -> dict:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    res = {}
+    for use in (False, True):
+        code = TRAIN_CHILD.format(root=root, use=use, steps=steps)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        res["caliper" if use else "plain"] = json.loads(out.stdout.strip().splitlines()[-1])
+    plain, cal = stats(res["plain"]["times"]), stats(res["caliper"]["times"])
+    return {"plain": plain, "caliper": cal, "ratio": cal["median_ms"] / plain["median_ms"],
+            "frames": res["caliper"]["frames"], "skipped": res["caliper"]["skipped"],
+            "writer_wait_ms": res["caliper"]["wait_ms"]}
+
+
+def cpu_per_panel(counts, frames: int) -> dict:
+    import torch
+
+    import caliper_vk as cv
+
+    out = {}
+    for n in counts:
+        with cv.Session(window=False, size=(1280, 800)) as s:
+            for i in range(n):
+                t = cv.empty((2000, 3))
+                t.copy_(torch.randn(2000, 3))
+                s.attach(t, "pointcloud", name=f"p{i}")
+            s.render()
+            cpu = []
+            for _ in range(frames):
+                s.flush()  # the previous frame is done: measure a drawing step
+                t0 = time.thread_time()
+                s.step()
+                cpu.append(time.thread_time() - t0)
+            s.flush()
+        st = stats(cpu)
+        out[n] = {"cpu_ms_per_frame": st["median_ms"], "cpu_ms_per_panel": st["median_ms"] / n}
+    return out
+
+
+def latency(n: int, repeats: int) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import torch
+    from PIL import Image
+
+    import caliper_vk as cv
+
+    rng = np.random.default_rng(0)
+    data = [torch.from_numpy(rng.normal(size=(n, 3)).astype(np.float32)) for _ in range(2)]
+    labels = rng.integers(0, 10, n)
+    res = {}
+    with cv.Session(window=False, size=(800, 600)) as s:
+        pts = cv.empty((n, 3))
+        panel = s.attach(pts, "pointcloud", labels=labels, point_size_px=2)
+        times = []
+        for i in range(repeats + 3):
+            t0 = time.perf_counter()
+            with panel.writing():
+                pts.copy_(data[i % 2])  # "the tensor has new values"
+            s.render()  # ... an RGBA frame of them in host memory
+            times.append(time.perf_counter() - t0)
+        res["caliper zero-copy"] = stats(times[3:])
+    times = []
+    reps = repeats if n <= 100_000 else max(5, repeats // 5)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "frame.png")
+        fig = plt.figure(figsize=(8, 6), dpi=100)
+        ax = fig.add_axes((0, 0, 1, 1), projection="3d")
+        for i in range(reps + 1):
+            t0 = time.perf_counter()
+            ax.cla()
+            p = data[i % 2].numpy()
+            ax.scatter(p[:, 0], p[:, 1], p[:, 2], c=labels, cmap="tab10", s=2)
+            fig.savefig(path)
+            rgba = np.asarray(Image.open(path).convert("RGBA"))
+            times.append(time.perf_counter() - t0)
+        plt.close(fig)
+        assert rgba.shape[:2] == (600, 800)
+    res["matplotlib round trip"] = stats(times[1:])
+    res["ratio"] = res["matplotlib round trip"]["median_ms"] / res["caliper zero-copy"]["median_ms"]
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="write raw figures here")
+    args = ap.parse_args()
+    steps = 200 if args.quick else 600
+    figures = {"training": training_overhead(steps),
+               "cpu_per_panel": cpu_per_panel((1, 10, 50), 15 if args.quick else 30),
+               "latency_2k": latency(2_000, 15 if args.quick else 25),
+               "latency_1m": latency(1_000_000, 15)}
+    from caliper_vk.engine import default_device
+
+    info = default_device().info
+    print(f"device: {info.name} ({info.kind}), {info.driver_info}")
+    t = figures["training"]
+    print(f"training step (digits, batch 128): plain {t['plain']['median_ms']:.2f} ms, with Caliper "
+          f"{t['caliper']['median_ms']:.2f} ms -> ratio {t['ratio']:.2f} "
+          f"({t['frames']} frames drawn, {t['skipped']} skipped, writer waited "
+          f"{t['writer_wait_ms']:.2f} ms/write)")
+    for n, r in figures["cpu_per_panel"].items():
+        print(f"python CPU per frame, {n:2d} panels: {r['cpu_ms_per_frame']:.2f} ms "
+              f"({r['cpu_ms_per_panel']:.3f} ms per panel)")
+    for key in ("latency_2k", "latency_1m"):
+        r = figures[key]
+        print(f"{key}: caliper {r['caliper zero-copy']['median_ms']:.1f} ms "
+              f"(IQR {r['caliper zero-copy']['iqr_ms']:.1f}), matplotlib round trip "
+              f"{r['matplotlib round trip']['median_ms']:.1f} ms "
+              f"(n={r['matplotlib round trip']['n']}) -> matplotlib/caliper {r['ratio']:.1f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2, default=float)
+
+
+if __name__ == "__main__":
+    main()
