@@ -424,7 +424,7 @@ class Session:
         self._submit_time = time.perf_counter()
         try:
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
-                               extra_signal=binary_signal)
+                               extra_signal=binary_signal, readback=self._save_due())
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
@@ -519,6 +519,8 @@ class Session:
     def flush(self) -> np.ndarray:
         """Wait for the frame in flight (if any) and return the last frame's pixels."""
         self._wait_idle()
+        if self.canvas.read_back_serial is None:
+            return self.canvas.read_back()
         return self.canvas.pixels()
 
     def render(self) -> np.ndarray:
@@ -529,8 +531,7 @@ class Session:
         return self.flush()
 
     def save_png(self, path) -> Path:
-        self._wait_idle()
-        return self.canvas.save_png(path, self.canvas.pixels())
+        return self.canvas.save_png(path, self.flush())
 
     def close(self) -> None:
         if self.canvas is None:

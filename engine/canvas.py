@@ -122,9 +122,12 @@ class Canvas:
         self._readback = Buffer(self.device, self.width * self.height * 4, readback=True)
         self._reads_recorder = Recorder(self.device)
         self._recorder = Recorder(self.device)
+        self._readback_recorder = Recorder(self.device)
+        self.read_back_serial = None
         self._recorded = False
         self._serial = None
         self.frames = 0
+        self._record_readback()
 
     def cell(self, row: int, col: int, rowspan: int = 1, colspan: int = 1) -> Rect:
         if not (0 <= row and row + rowspan <= self.rows and 0 <= col and col + colspan <= self.cols):
@@ -177,13 +180,18 @@ class Canvas:
         rec.barrier()
         for p in self.panels:
             p.drawable.record(rec)
-        rec.barrier()
-        rec.copy_image_to_buffer(self.image, self._readback)
-        rec.host_barrier()
         rec.end()
         self._recorded = True
 
-    def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=()) -> int:
+    def _record_readback(self) -> None:
+        rec = self._readback_recorder.begin()
+        rec.barrier()  # after every earlier frame's writes (barriers reach back across submissions)
+        rec.copy_image_to_buffer(self.image, self._readback)
+        rec.host_barrier()
+        rec.end()
+
+    def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),
+               readback: bool = True) -> int:
         """Prepare every panel and submit one frame; returns its serial (no CPU wait).
 
         The frame is two submissions. ``wait``/``signal`` (``(semaphore, value)``
@@ -192,7 +200,9 @@ class Canvas:
         soon as its tensor has been read, not when the frame is done.
         ``extra`` command buffers (presentation) run after the frame, with
         ``extra_wait``/``extra_signal``. Call :meth:`finish` once the frame has
-        completed (:meth:`done`).
+        completed (:meth:`done`). ``readback=False`` skips the copy to host
+        memory (a live window does not need it; :meth:`read_back` can fetch the
+        frame later).
         """
         for p in self.panels:
             p.drawable.prepare()
@@ -200,9 +210,21 @@ class Canvas:
             self.device.wait()  # the command buffers may still be executing
             self._record()
         self.device.submit([self._reads_recorder.handle], wait=wait, signal=signal)
-        self._serial = self.device.submit([self._recorder.handle, *extra], wait=extra_wait,
+        tail = [self._readback_recorder.handle] if readback else []
+        self._serial = self.device.submit([self._recorder.handle, *tail, *extra], wait=extra_wait,
                                           signal=extra_signal)
+        self.read_back_serial = self._serial if readback else None
         return self._serial
+
+    def read_back(self) -> np.ndarray:
+        """Copy the current image to host memory now (waits) and return it."""
+        if self._serial is None:
+            return self.pixels()  # nothing drawn yet: the image has no contents
+        self.device.wait()
+        self._serial = self.device.submit([self._readback_recorder.handle])
+        self.read_back_serial = self._serial
+        self.device.wait(self._serial)
+        return self.pixels()
 
     def done(self) -> bool:
         """True when the last submitted frame has completed (never blocks)."""
@@ -257,6 +279,7 @@ class Canvas:
         self.panels.clear()
         self._reads_recorder.close()
         self._recorder.close()
+        self._readback_recorder.close()
         self._readback.close()
         self.image.close()
         self.image = None
