@@ -37,8 +37,9 @@ import numpy as np
 from . import exporters
 from .engine import Canvas, Rect, TimelineSemaphore, default_device
 from .engine.external import HostImportError, import_host_pointer
+from .statusbar import FOREGROUND, LABEL_BACKGROUND, StatusBar, TextStrip
 from .statusbar import HEIGHT as STATUS_HEIGHT
-from .statusbar import StatusBar
+from .views._exact import unpack_rgba
 from .views import make_view
 from .views._source import Source
 
@@ -107,7 +108,31 @@ class Panel:
         self.producer_writes = 0
         self.error: str | None = None
         self.closed = False
+        self.label = TextStrip(self._label_segments(), background=LABEL_BACKGROUND, fit=True)
 
+    def _label_segments(self) -> list:
+        """The panel's corner label: its name, and a legend or the value range."""
+        grey = (150, 150, 158, 255)
+        segments = [(self.name, FOREGROUND)]
+        view = self.view
+        labels = getattr(view, "labels", None)
+        if labels is not None:
+            classes = np.unique(labels[labels != 0xFFFFFFFF])
+            if 0 < len(classes) <= 20:
+                palette = unpack_rgba(view._palette)
+                segments.append(("  ", grey))
+                segments += [(f"{c} ", tuple(int(v) for v in palette[c % len(palette)]))
+                             for c in classes]
+        elif hasattr(view, "range"):
+            lo, hi = view.range
+            segments.append((f"  {lo:.3g} … {hi:.3g}", grey))
+        stats = getattr(view, "stats", {}) or {}
+        bad = stats.get("nonfinite", 0) + stats.get("nan", 0) + stats.get("posinf", 0) \
+            + stats.get("neginf", 0)
+        if bad:
+            segments.append((f"  {bad} NaN/Inf not drawn" if "nonfinite" in stats
+                             else f"  {bad} NaN/Inf", (255, 120, 255, 255)))
+        return segments
     # -- the producer's side -----------------------------------------------------------
     @contextlib.contextmanager
     def writing(self):
@@ -203,7 +228,7 @@ class Status:
         for name, path, reason in self.panels:
             if (name, path, reason) not in plain:
                 parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
-        parts.append(f"frame ≤{self.frame_ms:.1f} ms")
+        parts.append(f"frame <={self.frame_ms:.1f} ms")
         if self.producer_wait_ms >= 0.05:
             parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
         parts.append(f"step {self.step}")
@@ -324,6 +349,7 @@ class Session:
         self.panels.remove(panel)
         panel.closed = True
         panel.view.close()  # closes the source and its import (deferred until the GPU is done)
+        panel.label.close()
         panel.semaphore.close()
         panel._tensor = None
         self._layout()
@@ -351,6 +377,9 @@ class Session:
                 y0 = GAP + (area_h - GAP) * r // rows
                 y1 = (area_h - GAP) * (r + 1) // rows
                 self.canvas.place(panel.view, Rect(x0, y0, max(1, x1 - x0), max(1, y1 - y0)))
+        for panel in self.panels:
+            if panel.view.rect is not None:
+                self.canvas.place(panel.label, panel.view.rect)
         self.canvas.place(self.status_bar, Rect(0, height - STATUS_HEIGHT, width, STATUS_HEIGHT))
         if self.window:
             self.window.bind_canvas(self.canvas)
@@ -415,6 +444,8 @@ class Session:
             # text is drawn on the host: a few times a second is plenty
             self.status_bar.set_text(self.status().line(), warn=bool(self.message))
             self._status_time, self._status_message = now, self.message
+            for panel in self.panels:
+                panel.label.set_segments(panel._label_segments())
         extra = []
         binary_wait, binary_signal = [], []
         if self.window is not None:
@@ -540,6 +571,7 @@ class Session:
         for panel in list(self.panels):
             panel.closed = True
             panel.view.close()
+            panel.label.close()
             panel.semaphore.close()
             panel._tensor = None
         self.panels.clear()

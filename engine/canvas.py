@@ -253,7 +253,7 @@ class Canvas:
         out = np.empty((self.height, self.width, 4), np.uint8)
         out[:] = self.color
         for p in self.panels:
-            r = p.rect
+            r = getattr(p.drawable, "rect", None) or p.rect  # a drawable may shrink its rect
             out[r.y : r.y + r.height, r.x : r.x + r.width] = p.drawable.reference(r.width, r.height)
         return out
 
