@@ -34,3 +34,15 @@ def assert_same_image(actual: np.ndarray, expected: np.ndarray, folder: Path) ->
                       for y, x in list(zip(ys, xs, strict=False))[:3])
     raise AssertionError(f"{differ.sum()} of {differ.size} pixels differ (first: {first}); "
                          f"images and diff saved in {where}")
+
+
+def assert_view_matches_twin(view, width: int, height: int, folder: Path) -> None:
+    """Render ``view`` alone on a ``width x height`` canvas; pixels and counters must equal its twin's."""
+    from caliper_vk.engine import Canvas
+
+    with Canvas(width, height) as canvas:
+        canvas.add(view)
+        got = canvas.render()
+        want, stats = view.reference_with_stats(width, height)
+        assert_same_image(got, want, folder)
+        assert view.stats == stats

@@ -5,7 +5,7 @@ import pytest
 
 from caliper_vk.engine import Canvas
 from caliper_vk.views import Heatmap
-from images import assert_same_image
+from images import assert_same_image, assert_view_matches_twin
 
 RNG = np.random.default_rng(99)
 
@@ -44,13 +44,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_heatmap_matches_twin(name, artifacts):
     data, options, (w, h) = CASES[name]
-    view = Heatmap(data, **options)
-    with Canvas(w, h) as canvas:
-        canvas.add(view)
-        got = canvas.render()
-        want, stats = view.reference_with_stats(w, h)
-        assert_same_image(got, want, artifacts)
-        assert view.stats == stats
+    assert_view_matches_twin(Heatmap(data, **options), w, h, artifacts)
 
 
 def test_counts_special_values():

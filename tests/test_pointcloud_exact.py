@@ -5,7 +5,7 @@ import pytest
 
 from caliper_vk.engine import Canvas
 from caliper_vk.views import PointCloud
-from images import assert_same_image
+from images import assert_same_image, assert_view_matches_twin
 
 RNG = np.random.default_rng(1234)
 
@@ -72,13 +72,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_pointcloud_matches_twin(name, artifacts):
     positions, options, (w, h) = CASES[name]
-    view = PointCloud(positions, **options)
-    with Canvas(w, h) as canvas:
-        canvas.add(view)
-        got = canvas.render()
-        want, stats = view.reference_with_stats(w, h)
-        assert_same_image(got, want, artifacts)
-        assert view.stats == stats
+    assert_view_matches_twin(PointCloud(positions, **options), w, h, artifacts)
 
 
 def test_counts_nonfinite_and_offscreen():
