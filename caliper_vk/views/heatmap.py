@@ -26,6 +26,7 @@ F32 = np.float32
  HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR, HM_BG, HM_BASE, HM_DTYPE) = range(16)
 N_PARAMS = 16
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
+STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (heatmap_stats.comp)
 BACKGROUND = (22, 22, 26, 255)
 
 NAN_COLOR = (255, 0, 255, 255)
@@ -149,7 +150,7 @@ class Heatmap(ViewBase):
         rec.fill(b["stats"], 0)
         rec.fill(b["stats"], 0xFFFFFFFF, offset=20, size=4)  # the min key starts at the top
         rec.barrier()
-        rec.dispatch(stats, *groups_1d(self.source.array.size))
+        rec.dispatch(stats, *groups_1d(-(-self.source.array.size // STATS_PER_INVOCATION)))
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 
