@@ -302,12 +302,14 @@ class Session:
         self._layout()
 
     # -- panels ---------------------------------------------------------------------------
-    def attach(self, tensor, view: str = "pointcloud", name: str | None = None, **options) -> Panel:
+    def attach(self, tensor, view: str = "pointcloud", name: str | None = None,
+               zero_copy: bool = True, **options) -> Panel:
         """Draw ``tensor`` with ``view`` from now on; returns the :class:`Panel`.
 
         The tensor's memory is read in place where possible (zero-copy); keep
-        writing into it in place. Non-contiguous views and unsupported dtypes
-        are refused with the fix in the message.
+        writing into it in place. ``zero_copy=False`` forces the host staging
+        path (for comparisons and debugging). Non-contiguous views and
+        unsupported dtypes are refused with the fix in the message.
         """
         name = name or f"{view}{len(self.panels)}"
         record = exporters.export(tensor, self.device.info, name)
@@ -317,7 +319,9 @@ class Session:
         else:
             alias, dtype = _numpy_alias(tensor.detach().to("cpu"))
         path, reason, imported = PATH_STAGING, record.reason, None
-        if record.kind == "host-pointer":
+        if record.kind == "host-pointer" and not zero_copy:
+            reason = "zero_copy=False was requested"
+        elif record.kind == "host-pointer":
             try:
                 imported = import_host_pointer(self.device, record.handle, record.nbytes,
                                                keepalive=record.owner)

@@ -149,3 +149,14 @@ def test_step_skips_while_a_frame_is_in_flight(session):
     results = [session.step() for _ in range(3)]  # issued at once: the first frame is still drawing
     assert False in results
     assert session.skipped >= 1
+
+
+def test_forced_staging_says_so_and_stays_exact(session, artifacts):
+    t = cv.empty((300, 3))
+    t.copy_(torch.randn(300, 3))
+    panel = session.attach(t, "pointcloud", zero_copy=False, name="emb")
+    assert panel.path == "host staging" and panel.reason == "zero_copy=False was requested"
+    assert "emb: host staging (zero_copy=False was requested)" in session.status().line()
+    with panel.writing():
+        t.mul_(3.0)
+    assert_same_image(session.render(), session.canvas.reference(), artifacts)
