@@ -105,6 +105,9 @@ class Device:
         self._free_fences: list = []
         # Objects shared per device (built-in pipelines); closed before the device.
         self.cache: dict = {}
+        # Live VkDeviceMemory: bytes the engine allocated, and bytes it imported (not copies).
+        self.memory_stats = {"allocated_bytes": 0, "allocations": 0, "imported_bytes": 0,
+                             "imports": 0}
 
     # -- memory types --------------------------------------------------------------
     def memory_type(self, type_bits: int, want: int, fallback: int | None = None) -> int:
@@ -116,6 +119,13 @@ class Device:
         if fallback is not None:
             return self.memory_type(type_bits, fallback)
         raise VulkanError(f"no memory type with flags {want:#x} among bits {type_bits:#x}")
+
+    def account(self, nbytes: int, imported: bool = False) -> None:
+        """Record a memory allocation (positive) or its release (negative)."""
+        key, count = ("imported_bytes", "imports") if imported else ("allocated_bytes", "allocations")
+        with self._lock:
+            self.memory_stats[key] += nbytes
+            self.memory_stats[count] += 1 if nbytes > 0 else -1
 
     # -- command buffers and submission ------------------------------------------
     def allocate_command_buffer(self):

@@ -83,6 +83,7 @@ class ImportedBuffer:
             vk.vkDestroyBuffer(dev, self.handle, None)
             raise HostImportError(f"vkAllocateMemory refused the import ({type(exc).__name__})") from exc
         vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        device.account(self.size, imported=True)
 
     def close(self) -> None:
         if getattr(self, "handle", None) is None:
@@ -90,10 +91,12 @@ class ImportedBuffer:
         handle, memory, keep = self.handle, self.memory, self._keepalive
         self.handle = self.memory = self._keepalive = None
         dev = self.device.handle
+        device, size = self.device, self.size
 
         def destroy():
             vk.vkDestroyBuffer(dev, handle, None)
             vk.vkFreeMemory(dev, memory, None)
+            device.account(-size, imported=True)
             del keep[:]  # the memory may be freed now that the GPU is done with it
 
         keep = [keep]

@@ -52,6 +52,8 @@ class StorageImage:
             dev, new("VkMemoryAllocateInfo", allocationSize=req.size, memoryTypeIndex=index), None
         )
         vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
+        self._allocated = int(req.size)
+        device.account(self._allocated)
         self.view = vk.vkCreateImageView(
             dev,
             new(
@@ -71,11 +73,13 @@ class StorageImage:
         handle, memory, view = self.handle, self.memory, self.view
         self.handle = self.memory = self.view = None
         dev = self.device.handle
+        device, size = self.device, self._allocated
 
         def destroy():
             vk.vkDestroyImageView(dev, view, None)
             vk.vkDestroyImage(dev, handle, None)
             vk.vkFreeMemory(dev, memory, None)
+            device.account(-size)
 
         self.device.retire(destroy)
 

@@ -63,6 +63,8 @@ class Buffer:
             dev, new("VkMemoryAllocateInfo", allocationSize=req.size, memoryTypeIndex=index), None
         )
         vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        self._allocated = int(req.size)
+        device.account(self._allocated)
         self._mapped = None
         self.array = None
         if host_visible:
@@ -95,12 +97,14 @@ class Buffer:
         self.array = None
         mapped, self._mapped = self._mapped, None
         dev = self.device.handle
+        device, size = self.device, self._allocated
 
         def destroy():
             if mapped is not None:
                 vk.vkUnmapMemory(dev, memory)
             vk.vkDestroyBuffer(dev, handle, None)
             vk.vkFreeMemory(dev, memory, None)
+            device.account(-size)
 
         self.device.retire(destroy)
 

@@ -160,3 +160,25 @@ def test_forced_staging_says_so_and_stays_exact(session, artifacts):
     with panel.writing():
         t.mul_(3.0)
     assert_same_image(session.render(), session.canvas.reference(), artifacts)
+
+
+def test_zero_copy_adds_no_copy_of_the_tensor_and_staging_exactly_one(session):
+    n = 100_000
+    stats = session.device.memory_stats
+    results = {}
+    for zero_copy in (True, False):
+        t = cv.empty((n, 3))
+        session.render()
+        before = dict(stats)
+        panel = session.attach(t, "pointcloud", zero_copy=zero_copy)
+        session.render()
+        after = dict(stats)
+        results[zero_copy] = (after["allocated_bytes"] - before["allocated_bytes"],
+                              after["imported_bytes"] - before["imported_bytes"])
+        panel.close()
+        session.render()
+    grown_zero, imported_zero = results[True]
+    grown_staging, imported_staging = results[False]
+    assert imported_zero >= n * 12 and imported_staging == 0
+    # staging allocates the same fixed state plus exactly one buffer holding the tensor's bytes
+    assert grown_staging - grown_zero == pytest.approx(n * 12, abs=4096)
