@@ -1,0 +1,237 @@
+"""One benchmark case, run in a fresh process by bench/suite.py; prints one JSON line.
+
+    python bench/cases.py CASE [--n N] [--repeats R]
+
+Latency cases time "the tensor has new values" -> "an RGBA frame of them exists
+in host memory" (for file-based paths: -> "a consumer has decoded it"), after
+warm-ups, alternating between two data sets so every update really changes
+the picture. 800 x 600 frames; point clouds carry positions + labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+os.environ.setdefault("CALIPER_VK_VALIDATION", "0")
+os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+WARMUP = 3
+W, H = 800, 600
+
+
+def _points(n: int):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(n, 3)).astype(np.float32)
+    return [a, (a * np.float32(1.01) + np.float32(0.01)).astype(np.float32)], rng.integers(0, 10, n)
+
+
+def _grid(side: int):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(side, side)).astype(np.float32)
+    return [a, a[::-1].copy()]
+
+
+def _timed(update, repeats: int) -> list[float]:
+    out = []
+    for i in range(repeats + WARMUP):
+        t0 = time.perf_counter()
+        update(i)
+        out.append(time.perf_counter() - t0)
+    return out[WARMUP:]
+
+
+# -- Caliper ----------------------------------------------------------------------------------
+def caliper(view: str, n: int, repeats: int, mode: str) -> dict:
+    import torch
+
+    import caliper_vk as cv
+
+    data, labels = _points(n) if view == "pointcloud" else (_grid(n), None)
+    sources = [torch.from_numpy(d) for d in data]
+    with cv.Session(window=False, size=(W, H + 20)) as s:
+        t = cv.empty(sources[0].shape) if mode == "zero-copy" else sources[0].clone()
+        opts = {"labels": labels, "point_size_px": 2} if view == "pointcloud" else {}
+        panel = s.attach(t, view, zero_copy=(mode != "staging"), **opts)
+
+        def update(i):
+            with panel.writing():
+                t.copy_(sources[i % 2])  # the tensor has new values
+            s.render()  # ... and an RGBA frame of them is in host memory
+
+        times = _timed(update, repeats)
+        return {"times": times, "path": panel.path, "reason": panel.reason}
+
+
+def points_per_second(n: int, repeats: int) -> dict:
+    import torch
+
+    import caliper_vk as cv
+
+    data, labels = _points(n)
+    sources = [torch.from_numpy(d) for d in data]
+    with cv.Session(window=False, size=(W, H + 20)) as s:
+        t = cv.empty((n, 3))
+        panel = s.attach(t, "pointcloud", labels=labels, point_size_px=1)
+
+        def update(i):
+            with panel.writing():
+                t.copy_(sources[i % 2])
+            s.step()
+            s.flush()
+
+        times = _timed(update, repeats)
+    dst = np.empty_like(data[0])
+    floor = _timed(lambda i: np.copyto(dst, data[i % 2]), repeats)
+    return {"times": times, "memcpy": floor}
+
+
+# -- peers ------------------------------------------------------------------------------------
+def matplotlib_roundtrip(view: str, n: int, repeats: int) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    fig = plt.figure(figsize=(W / 100, H / 100), dpi=100)
+    ax = fig.add_axes((0, 0, 1, 1))
+    if view == "pointcloud":
+        data, labels = _points(n)
+        art = ax.scatter(data[0][:, 0], data[0][:, 1], c=labels, cmap="tab10", s=2)
+        ax.set_xlim(-5, 5)
+        ax.set_ylim(-5, 5)
+    else:
+        data = _grid(n)
+        art = ax.imshow(data[0], cmap="viridis")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "frame.png")
+
+        def update(i):
+            d = data[i % 2]
+            if view == "pointcloud":
+                art.set_offsets(d[:, :2])  # matplotlib's cheapest 2-D update of the same points
+            else:
+                art.set_data(d)
+            fig.savefig(path)
+            rgba = np.asarray(Image.open(path).convert("RGBA"))
+            assert rgba.shape == (H, W, 4)
+
+        times = _timed(update, repeats)
+    return {"times": times}
+
+
+def tensorboard_roundtrip(n: int, repeats: int) -> dict:
+    import torch
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter
+
+    data = [torch.from_numpy(d) for d in _grid(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = SummaryWriter(tmp)  # default flush_secs=120: we flush explicitly
+        acc = EventAccumulator(tmp, size_guidance={"images": 0})
+
+        def update(i):
+            d = data[i % 2]
+            img = (d - d.min()) / (d.max() - d.min())
+            writer.add_image("heatmap", img, global_step=i, dataformats="HW")
+            writer.flush()
+            acc.Reload()
+            event = acc.Images("heatmap")[-1]
+            rgba = np.asarray(Image.open(__import__("io").BytesIO(event.encoded_image_string)))
+            assert rgba.shape[:2] == (n, n)
+
+        times = _timed(update, repeats)
+        writer.close()
+    return {"times": times, "note": "SummaryWriter flush_secs defaults to 120 s; flushed each update"}
+
+
+def fastplotlib_offscreen(view: str, n: int, repeats: int) -> dict:
+    import fastplotlib as fpl
+
+    fig = fpl.Figure(size=(W, H), canvas="offscreen")
+    if view == "pointcloud":
+        data, labels = _points(n)
+        graphic = fig[0, 0].add_scatter(data[0], sizes=2, cmap="tab10", cmap_transform=labels)
+    else:
+        data = _grid(n)
+        graphic = fig[0, 0].add_image(data[0], cmap="viridis")
+    fig.show()
+
+    def update(i):
+        graphic.data = data[i % 2]
+        rgba = np.asarray(fig.canvas.draw())
+        assert rgba.shape[2] == 4
+
+    times = _timed(update, repeats)
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    return {"times": times, "adapter": f"{adapter.info['device']} ({adapter.info['backend_type']})"}
+
+
+def memory(n: int, mode: str) -> dict:
+    """RSS and Vulkan allocations that attaching an n-point tensor adds."""
+    import psutil
+    import torch
+
+    import caliper_vk as cv
+
+    proc = psutil.Process()
+    with cv.Session(window=False, size=(W, H + 20)) as s:
+        t = cv.empty((n, 3))
+        t.copy_(torch.randn(n, 3))
+        s.render()
+        stats0, rss0 = dict(s.device.memory_stats), proc.memory_info().rss
+        s.attach(t, "pointcloud", zero_copy=(mode == "zero-copy"))
+        s.render()
+        s.render()
+        stats1, rss1 = dict(s.device.memory_stats), proc.memory_info().rss
+    return {"rss_delta": rss1 - rss0, "tensor_bytes": n * 12,
+            "vk_allocated_delta": stats1["allocated_bytes"] - stats0["allocated_bytes"],
+            "vk_imported_delta": stats1["imported_bytes"] - stats0["imported_bytes"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--view", default="pointcloud")
+    ap.add_argument("--mode", default="zero-copy")
+    a = ap.parse_args()
+    if a.case == "caliper":
+        out = caliper(a.view, a.n, a.repeats, a.mode)
+    elif a.case == "matplotlib":
+        out = matplotlib_roundtrip(a.view, a.n, a.repeats)
+    elif a.case == "tensorboard":
+        out = tensorboard_roundtrip(a.n, a.repeats)
+    elif a.case == "fastplotlib":
+        out = fastplotlib_offscreen(a.view, a.n, a.repeats)
+    elif a.case == "points":
+        out = points_per_second(a.n, a.repeats)
+    elif a.case == "memory":
+        out = memory(a.n, a.mode)
+    elif a.case == "training":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from live import training_overhead
+
+        out = training_overhead(a.repeats)
+    elif a.case == "cpu_per_panel":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from live import cpu_per_panel
+
+        out = cpu_per_panel((a.n,), a.repeats)[a.n]
+    else:
+        sys.exit(f"unknown case {a.case!r}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
