@@ -176,6 +176,26 @@ def fastplotlib_offscreen(view: str, n: int, repeats: int) -> dict:
     return {"times": times, "adapter": f"{adapter.info['device']} ({adapter.info['backend_type']})"}
 
 
+def profile(n: int, repeats: int) -> dict:
+    """GPU milliseconds per pass (Vulkan timestamps) of a zero-copy point-cloud frame."""
+    import torch
+
+    import caliper_vk as cv
+
+    data, labels = _points(n)
+    with cv.Session(window=False, size=(W, H + 20)) as s:
+        t = cv.empty((n, 3))
+        t.copy_(torch.from_numpy(data[0]))
+        s.attach(t, "pointcloud", labels=labels, point_size_px=2)
+        s.canvas.profile()
+        rows = []
+        for _ in range(repeats + WARMUP):
+            s.render()
+            rows.append(dict(s.canvas.timings()))
+    rows = rows[WARMUP:]
+    return {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+
+
 def memory(n: int, mode: str) -> dict:
     """RSS and Vulkan allocations that attaching an n-point tensor adds."""
     import psutil
@@ -218,6 +238,8 @@ def main() -> None:
         out = points_per_second(a.n, a.repeats)
     elif a.case == "memory":
         out = memory(a.n, a.mode)
+    elif a.case == "profile":
+        out = profile(a.n, a.repeats)
     elif a.case == "training":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from live import training_overhead

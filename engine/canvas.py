@@ -124,6 +124,7 @@ class Canvas:
         self._recorder = Recorder(self.device)
         self._readback_recorder = Recorder(self.device)
         self.read_back_serial = None
+        self.profiler = None
         self._recorded = False
         self._serial = None
         self.frames = 0
@@ -166,13 +167,17 @@ class Canvas:
         # Part 1: every pass that reads a drawable's inputs (live tensors); the
         # producers may overwrite them as soon as part 1 has completed.
         rec = self._reads_recorder.begin()
+        if self.profiler is not None:
+            self.profiler.begin(rec)
         rec.to_general(self.image)
         rec.clear(self.image, self.color)
         rec.barrier()
+        rec.mark("clear")
         for p in self.panels:
             record_reads = getattr(p.drawable, "record_reads", None)
             if record_reads is not None:
                 record_reads(rec)
+                rec.mark(f"{type(p.drawable).__name__} reads")
         rec.end()
         # Part 2: the rest (resolve passes, chrome) and the copy to host memory. Its first
         # barrier orders it after part 1 (barriers reach back across submissions).
@@ -180,14 +185,18 @@ class Canvas:
         rec.barrier()
         for p in self.panels:
             p.drawable.record(rec)
+            rec.mark(type(p.drawable).__name__)
         rec.end()
         self._recorded = True
+        if self.profiler is not None:
+            self._record_readback()  # its timestamp index follows this frame's marks
 
     def _record_readback(self) -> None:
         rec = self._readback_recorder.begin()
         rec.barrier()  # after every earlier frame's writes (barriers reach back across submissions)
         rec.copy_image_to_buffer(self.image, self._readback)
         rec.host_barrier()
+        rec.mark("readback")
         rec.end()
 
     def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),
@@ -225,6 +234,28 @@ class Canvas:
         self.read_back_serial = self._serial
         self.device.wait(self._serial)
         return self.pixels()
+
+    def profile(self, on: bool = True) -> None:
+        """Write GPU timestamps around every pass from the next frame on (see :meth:`timings`)."""
+        from .timing import Profiler
+
+        if on and self.profiler is None:
+            self.profiler = Profiler(self.device)
+        elif not on and self.profiler is not None:
+            self.profiler.close()
+            self.profiler = None
+        for rec in (self._reads_recorder, self._recorder, self._readback_recorder):
+            rec.profiler = self.profiler
+        self._recorded = False
+        if self.profiler is None:
+            self._record_readback()
+
+    def timings(self) -> list[tuple[str, float]]:
+        """GPU milliseconds per pass of the last completed frame (after ``profile()``)."""
+        if self.profiler is None:
+            return []
+        marks = self.profiler.read(len(self.profiler.labels) - (0 if self.read_back_serial else 1))
+        return marks
 
     def done(self) -> bool:
         """True when the last submitted frame has completed (never blocks)."""
@@ -280,6 +311,8 @@ class Canvas:
         self._reads_recorder.close()
         self._recorder.close()
         self._readback_recorder.close()
+        if self.profiler is not None:
+            self.profiler.close()
         self._readback.close()
         self.image.close()
         self.image = None

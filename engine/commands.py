@@ -21,6 +21,12 @@ class Recorder:
         self.device = device
         self.handle = device.allocate_command_buffer()
         self.recording = False
+        self.profiler = None  # a timing.Profiler while the owner profiles its frames
+
+    def mark(self, label: str) -> None:
+        """Write a GPU timestamp named ``label`` (only while profiling; free otherwise)."""
+        if self.profiler is not None:
+            self.profiler.write(self, label)
 
     def begin(self) -> Recorder:
         vk.vkResetCommandBuffer(self.handle, 0)

@@ -89,6 +89,7 @@ class PhysicalDeviceInfo:
     max_storage_buffer_range: int
     max_compute_workgroup_count: tuple
     host_pointer_alignment: int
+    timestamp_period_ns: float = 1.0
 
     def has(self, extension: str) -> bool:
         return extension in self.extensions
@@ -128,6 +129,7 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
         buffer_int64_atomics=bool(f12.shaderBufferInt64Atomics),
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
         max_compute_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
+        timestamp_period_ns=float(limits.timestampPeriod),
         host_pointer_alignment=(
             int(host.minImportedHostPointerAlignment) if "VK_EXT_external_memory_host" in exts else 0
         ),

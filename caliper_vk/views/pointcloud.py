@@ -266,6 +266,7 @@ class PointCloud(ViewBase):
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
         rec.barrier()
+        rec.mark("pointcloud depth clear")
         if n:
             rec.dispatch(splat, *groups_1d(n))
         self._recorded_n = n

@@ -1,0 +1,66 @@
+"""GPU timestamps: where a frame's time goes, pass by pass.
+
+A :class:`Profiler` owns a timestamp query pool. While a canvas is profiled,
+its recorders write a timestamp after each pass they mark (``rec.mark(name)``);
+:meth:`Profiler.read` turns the last completed frame's timestamps into
+milliseconds per pass. This is for benchmarks and for explaining a slow frame
+("profile it with Vulkan timestamps"), not for the hot path: it is off unless
+asked for.
+"""
+
+from __future__ import annotations
+
+import vulkan as vk
+
+from ._vk import ffi, new
+from .device import Device
+
+
+class Profiler:
+    """Timestamp queries for one canvas. States: live → closed."""
+
+    def __init__(self, device: Device, capacity: int = 128):
+        self.device = device
+        self.capacity = capacity
+        self.period_ns = device.info.timestamp_period_ns
+        self.handle = vk.vkCreateQueryPool(
+            device.handle,
+            new("VkQueryPoolCreateInfo", queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=capacity),
+            None)
+        self.labels: list[str] = []
+
+    def begin(self, rec) -> None:
+        """Start a frame's record: reset the pool and write the first timestamp."""
+        self.labels = []
+        vk.vkCmdResetQueryPool(rec.handle, self.handle, 0, self.capacity)
+        self.write(rec, "start")
+
+    def write(self, rec, label: str) -> None:
+        if len(self.labels) >= self.capacity:
+            return
+        vk.vkCmdWriteTimestamp(rec.handle, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.handle,
+                               len(self.labels))
+        self.labels.append(label)
+
+    def read(self, count: int | None = None) -> list[tuple[str, float]]:
+        """``(label, ms since the previous mark)`` for the last completed frame (its first
+        ``count`` marks: a frame without readback never writes the last one)."""
+        n = len(self.labels) if count is None else min(count, len(self.labels))
+        if n < 2:
+            return []
+        data = ffi.new("uint64_t[]", n)
+        try:
+            vk.vkGetQueryPoolResults(self.device.handle, self.handle, 0, n, n * 8, data, 8,
+                                     vk.VK_QUERY_RESULT_64_BIT)
+        except vk.VkNotReady:
+            return []
+        ticks = [int(data[i]) for i in range(n)]
+        return [(self.labels[i], (ticks[i] - ticks[i - 1]) * self.period_ns / 1e6)
+                for i in range(1, n)]
+
+    def close(self) -> None:
+        if self.handle is None:
+            return
+        handle, self.handle = self.handle, None
+        dev = self.device.handle
+        self.device.retire(lambda: vk.vkDestroyQueryPool(dev, handle, None))

@@ -1,0 +1,23 @@
+"""GPU timestamps per pass, for benchmarks and slow-frame diagnosis."""
+
+import numpy as np
+
+from caliper_vk.engine import Canvas
+from caliper_vk.views import Heatmap, PointCloud
+
+
+def test_profiled_frame_reports_every_pass():
+    rng = np.random.default_rng(0)
+    with Canvas(200, 100, cols=2) as canvas:
+        canvas.add(PointCloud(rng.normal(size=(5000, 3))), col=0)
+        canvas.add(Heatmap(rng.normal(size=(64, 64))), col=1)
+        canvas.profile()
+        canvas.render()
+        marks = canvas.timings()
+        assert [m for m, _ in marks] == ["clear", "pointcloud depth clear", "PointCloud reads",
+                                         "Heatmap reads", "PointCloud", "Heatmap", "readback"]
+        assert all(ms >= 0 for _, ms in marks)
+        assert np.array_equal(canvas.pixels(), canvas.reference())  # profiling changes no pixel
+        canvas.profile(False)
+        canvas.render()
+        assert canvas.timings() == []
