@@ -313,11 +313,8 @@ class Session:
         """
         name = name or f"{view}{len(self.panels)}"
         record = exporters.export(tensor, self.device.info, name)
-        alias = None
-        if tensor.device.type == "cpu":
-            alias, dtype = _numpy_alias(tensor)
-        else:
-            alias, dtype = _numpy_alias(tensor.detach().to("cpu"))
+        # a view of the tensor's memory (CPU), or of a host copy refreshed every frame
+        alias, dtype = _numpy_alias(tensor if tensor.device.type == "cpu" else tensor.detach().to("cpu"))
         path, reason, imported = PATH_STAGING, record.reason, None
         if record.kind == "host-pointer" and not zero_copy:
             reason = "zero_copy=False was requested"
