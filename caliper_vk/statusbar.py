@@ -33,6 +33,7 @@ def _font(size: int):
         return ImageFont.load_default()
 
 
+@lru_cache(maxsize=4096)
 def _measure(text: str) -> float:
     from PIL import Image, ImageDraw
 
@@ -104,8 +105,11 @@ class TextStrip:
         r = self.room
         if not self.fit:
             return r.width, r.height
-        width = int(sum(_measure(t) for t, _ in self.segments)) + 2 * PAD
-        return max(1, min(r.width, width)), min(r.height, HEIGHT)
+        key = (tuple(t for t, _ in self.segments), r.width, r.height)
+        if key != getattr(self, "_size_key", None):
+            width = int(sum(_measure(t) for t, _ in self.segments)) + 2 * PAD
+            self._size_key, self._size_value = key, (max(1, min(r.width, width)), min(r.height, HEIGHT))
+        return self._size_value
 
     def prepare(self) -> None:
         w, h = self._size()

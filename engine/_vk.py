@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from functools import lru_cache
 
 import vulkan as vk
 import itertools
@@ -43,6 +44,7 @@ def version_str(v: int) -> str:
     return f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
 
 
+@lru_cache(maxsize=None)
 def _stype_for(ctype: str) -> int | None:
     """Derive ``VK_STRUCTURE_TYPE_*`` from a struct name (``VkFooBarEXT``)."""
     body = ctype[2:]

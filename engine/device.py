@@ -161,16 +161,18 @@ class Device:
             self.collect()
             fence = self._fence()
             stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(wait)
-            timeline = new(
-                "VkTimelineSemaphoreSubmitInfo",
-                waitSemaphoreValueCount=len(wait),
-                pWaitSemaphoreValues=[v for _, v in wait] or None,
-                signalSemaphoreValueCount=len(signal),
-                pSignalSemaphoreValues=[v for _, v in signal] or None,
-            )
+            timeline = None
+            if wait or signal:
+                timeline = new(
+                    "VkTimelineSemaphoreSubmitInfo",
+                    waitSemaphoreValueCount=len(wait),
+                    pWaitSemaphoreValues=[v for _, v in wait] or None,
+                    signalSemaphoreValueCount=len(signal),
+                    pSignalSemaphoreValues=[v for _, v in signal] or None,
+                )
             info = new(
                 "VkSubmitInfo",
-                pNext=timeline if (wait or signal) else None,
+                pNext=timeline,
                 waitSemaphoreCount=len(wait),
                 pWaitSemaphores=[s.handle for s, _ in wait] or None,
                 pWaitDstStageMask=stages or None,

@@ -16,6 +16,7 @@ float32, so shader and twin use identical constants.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -54,12 +55,15 @@ def footprint(size_px: int) -> np.ndarray:
     return np.array(offs, dtype=np.int32).reshape(-1, 2)
 
 
+@lru_cache(maxsize=256)
 def rotation(yaw_deg: float, pitch_deg: float) -> np.ndarray:
     """View rotation: yaw about +y, then pitch about +x (float64, 3x3)."""
     y, p = math.radians(yaw_deg), math.radians(pitch_deg)
     ry = np.array([[math.cos(y), 0, math.sin(y)], [0, 1, 0], [-math.sin(y), 0, math.cos(y)]])
     rx = np.array([[1, 0, 0], [0, math.cos(p), -math.sin(p)], [0, math.sin(p), math.cos(p)]])
-    return rx @ ry
+    r = rx @ ry
+    r.flags.writeable = False  # cached: shared between callers
+    return r
 
 
 class PointCloud(ViewBase):
@@ -199,11 +203,11 @@ class PointCloud(ViewBase):
             lo, hi = self.bounds[0], self.bounds[1]
         else:
             lo, hi, radius = self._fit()
-        lo = np.pad(np.asarray(lo, np.float64)[:3], (0, 3 - min(3, len(lo))))
-        hi = np.pad(np.asarray(hi, np.float64)[:3], (0, 3 - min(3, len(hi))))
-        center = (lo + hi) / 2
+        lo = [float(v) for v in lo][:3] + [0.0] * (3 - min(3, len(lo)))
+        hi = [float(v) for v in hi][:3] + [0.0] * (3 - min(3, len(hi)))
+        center = [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]
         if radius is None:
-            radius = float(np.linalg.norm((hi - lo) / 2))
+            radius = math.sqrt(sum(((b - a) / 2) ** 2 for a, b in zip(lo, hi, strict=True)))
         if not (math.isfinite(radius) and radius > 1e-30):
             radius = 1.0
         yaw, pitch, zoom = self.camera
@@ -218,13 +222,12 @@ class PointCloud(ViewBase):
         p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height
         p[PC_NFOOT], p[PC_MODE], p[PC_NPAL] = len(self._foot), mode, len(self._palette)
         p[PC_MARGIN] = MAX_POINT_SIZE
-        floats = {PC_CX: center[0], PC_CY: center[1], PC_CZ: center[2], PC_SCALE: scale,
-                  PC_NSCALE: -scale, PC_OX: width / 2, PC_OY: height / 2, PC_ZMIN: -radius,
-                  PC_ZSCALE: 100.0 / (2 * radius), PC_VLO: vlo, PC_VSCALE: vscale}
-        for i, r in enumerate(rotation(yaw, pitch).reshape(-1)):
-            floats[PC_R0 + i] = r
-        for k, v in floats.items():
-            p[k] = _exact.f32_bits(v)
+        # float words: each value rounded once from float64 to float32, by the same rule as before
+        f = p.view(np.float32)
+        f[PC_CX:PC_CZ + 1] = center
+        f[PC_R0:PC_R0 + 9] = rotation(yaw, pitch).reshape(-1)
+        f[PC_SCALE:PC_VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
+                                     100.0 / (2 * radius), vlo, vscale)
         p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
         p[PC_BG] = _exact.pack_rgba(self.background)
         p[PC_COLOR] = _exact.pack_rgba(self.color)
