@@ -9,8 +9,8 @@ from .api import attach, empty, session, status, step
 from .engine import Canvas
 from .exporters import ContractError
 from .session import Panel, Session
-from .views import Heatmap, PointCloud, make_view
+from .views import Heatmap, Histogram, PointCloud, make_view
 
 __version__ = "0.1.0"
-__all__ = ["Canvas", "ContractError", "Heatmap", "Panel", "PointCloud", "Session", "__version__",
+__all__ = ["Canvas", "ContractError", "Heatmap", "Histogram", "Panel", "PointCloud", "Session", "__version__",
            "attach", "empty", "make_view", "session", "status", "step"]

@@ -132,6 +132,9 @@ class Panel:
         if bad:
             segments.append((f"  {bad} NaN/Inf not drawn" if "nonfinite" in stats
                              else f"  {bad} NaN/Inf", (255, 120, 255, 255)))
+        outside = stats.get("below", 0) + stats.get("above", 0)
+        if outside:
+            segments.append((f"  {outside} outside the range", (255, 190, 70, 255)))
         return segments
     # -- the producer's side -----------------------------------------------------------
     @contextlib.contextmanager
@@ -155,7 +158,7 @@ class Panel:
         t0 = time.perf_counter()
         self.semaphore.wait(target)
         self.producer_wait_s += time.perf_counter() - t0
-        self.producer_writes += 1
+        self.producer_writes += 1  # writes through writing(): new values, unlike a redraw
         try:
             yield
         finally:
@@ -440,6 +443,7 @@ class Session:
                 return False
             waits.append(pair[0])
             signals.append(pair[1])
+            panel.view.data_version = (panel.producer_writes, self.step_count)
         now = time.perf_counter()
         if now - self._status_time > 0.25 or self.message != self._status_message:
             # text is drawn on the host: a few times a second is plenty

@@ -2,9 +2,10 @@
 (``reference``) that produces the same bytes as its compute shaders."""
 
 from .heatmap import Heatmap
+from .histogram import Histogram
 from .pointcloud import PointCloud
 
-VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap}
+VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram}
 
 
 class UnknownViewError(ValueError):
@@ -12,7 +13,7 @@ class UnknownViewError(ValueError):
 
 
 def make_view(name: str, **options):
-    """Construct the view called ``name`` (``pointcloud``, ``heatmap``)."""
+    """Construct the view called ``name`` (``pointcloud``, ``heatmap``, ``histogram``)."""
     try:
         cls = VIEWS[name]
     except KeyError:
@@ -21,4 +22,4 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Heatmap", "PointCloud", "UnknownViewError", "make_view"]
+__all__ = ["VIEWS", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]

@@ -87,6 +87,9 @@ class ViewBase:
         self.stats: dict[str, int] = {}
         self._dirty: set[str] = {"all"}  # inputs whose host copy changed since the last upload
         self._bound: dict = {}  # binding name -> the buffer the recorded commands use
+        # Changes whenever the inputs hold new values (set_data; a live session sets it per
+        # write and step), so views with memory of past frames can tell a new step from a redraw.
+        self.data_version = 0
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""

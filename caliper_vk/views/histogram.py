@@ -1,0 +1,219 @@
+"""The histogram view: the distribution of a tensor's values in fixed bins.
+
+GPU passes (engine/shaders/histogram_*.comp): count every finite value into
+``bins`` equal bins over ``[lo, hi]`` (``bin = floor((v - lo) * scale)`` in
+float32, the last bin closed), counting NaN, +Inf, -Inf and values outside the
+range apart; find the tallest bin; draw the bars with integer math. With
+``history=K`` the K previous frames' histograms are overlaid as their top
+edges, fainter with age (fading means age, not confidence), on one shared
+vertical scale. :meth:`Histogram.reference` is the numpy twin.
+
+Range: ``"auto"`` (finite min..max of the current values), ``"symmetric"`` or a
+fixed ``(lo, hi)``. With a fixed range, values outside it are counted and the
+count is reported (``stats["below"]``, ``stats["above"]``), never silently dropped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from .._arrays import as_float32
+from . import _exact
+from ._base import ViewBase, groups_1d, pipeline, resolve_range
+from ._source import Source
+
+F32 = np.float32
+(HG_N, HG_BASE, HG_DTYPE, HG_BINS, HG_LO, HG_SCALE, HG_HI, HG_W, HG_H, HG_RECT_X, HG_RECT_Y,
+ HG_HISTORY, HG_HISTORY_MAX, HG_BG, HG_COLOR, HG_OLD_COLOR) = range(16)
+N_PARAMS = 16
+STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
+PER_INVOCATION = 16  # values per counting invocation (histogram_count.comp)
+MAX_HISTORY = 16
+
+BACKGROUND = (22, 22, 26, 255)
+BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
+OLD_COLOR = (255, 127, 14, 255)  # tab10 orange: the older steps' edges
+
+
+class Histogram(ViewBase):
+    """A histogram of a tensor's values (any shape; all elements count).
+
+    Parameters
+    ----------
+    data : array-like, optional
+    bins : int
+        Number of equal-width bins (1..4096).
+    value_range : "auto" | "symmetric" | (lo, hi)
+    history : int
+        How many previous frames to overlay as fading outlines (0..16).
+    """
+
+    def __init__(self, data=None, *, bins: int = 64, value_range="auto", history: int = 0):
+        super().__init__()
+        if not isinstance(bins, (int, np.integer)) or not 1 <= bins <= 4096:
+            raise ValueError(f"bins must be an integer in 1..4096, got {bins!r}")
+        if not isinstance(history, (int, np.integer)) or not 0 <= history <= MAX_HISTORY:
+            raise ValueError(f"history must be an integer in 0..{MAX_HISTORY}, got {history!r}")
+        resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here
+        self.bins, self.value_range, self.history = int(bins), value_range, int(history)
+        self.source = Source(np.zeros(0, F32))
+        self._range_cache = None
+        self.counts = np.zeros(self.bins, np.uint32)
+        self._past: deque = deque(maxlen=max(1, self.history))  # newest first
+        self._frame_history = np.zeros((0, self.bins), np.uint32)
+        self._pending = None  # (data version, counts) of the last drawn frame
+        self._frame_version = None
+        if data is not None:
+            self.set_data(data)
+
+    # -- data ------------------------------------------------------------------------------------
+    def set_data(self, data) -> None:
+        self.data_version += 1
+        self._set_source(Source(np.ascontiguousarray(as_float32(data, "histogram data").reshape(-1))))
+
+    def set_source(self, source: Source) -> None:
+        """Count values straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
+        source.array = source.array.reshape(-1)
+        self._set_source(source)
+
+    def _set_source(self, source: Source) -> None:
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
+        self._range_cache = None
+        self._dirty.add("data")
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.source.float32()
+
+    @property
+    def range(self) -> tuple[float, float]:
+        if self._range_cache is None or self.source.live:
+            self._range_cache = resolve_range(self.data, self.value_range)
+        return self._range_cache
+
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+               dtype: int = 0, history: np.ndarray | None = None) -> np.ndarray:
+        lo, hi = self.range
+        history = self._frame_history if history is None else history
+        p = np.zeros(N_PARAMS, np.uint32)
+        p[HG_N], p[HG_BASE], p[HG_DTYPE], p[HG_BINS] = self.source.array.size, base, dtype, self.bins
+        f = p.view(F32)
+        f[HG_LO], f[HG_HI] = lo, hi
+        f[HG_SCALE] = self.bins / (float(F32(hi)) - float(F32(lo)))
+        p[HG_W], p[HG_H], p[HG_RECT_X], p[HG_RECT_Y] = width, height, rect_x, rect_y
+        p[HG_HISTORY] = len(history)
+        p[HG_HISTORY_MAX] = int(history.max()) if history.size else 0
+        p[HG_BG] = _exact.pack_rgba(BACKGROUND)
+        p[HG_COLOR] = _exact.pack_rgba(BAR_COLOR)
+        p[HG_OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
+        return p
+
+    # -- drawable protocol --------------------------------------------------------------------------
+    def prepare(self) -> None:
+        r = self.rect
+        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
+        _, base, dtype = self._input("data", source)
+        # an older step enters the overlay once newer data is drawn (not when a frame repeats)
+        if self._pending is not None and self._pending[0] != self.data_version:
+            self._past.appendleft(self._pending[1])
+            self._pending = None
+        self._frame_version = self.data_version
+        self._frame_history = (np.stack(list(self._past))[: self.history] if self.history and self._past
+                               else np.zeros((0, self.bins), np.uint32))
+        p = self.params(r.width, r.height, r.x, r.y, base, dtype, self._frame_history)
+        if not self.source.array.size:
+            p[HG_N] = 0
+        self._upload("params", p)
+        self._upload("history", self._frame_history if self._frame_history.size
+                     else np.zeros(1, np.uint32))
+        self._buffer("counts", self.bins * 4)
+        self._buffer("stats", 32)
+        self._dirty.clear()
+        if getattr(self, "_recorded_n", None) != self.source.array.size:
+            self.stale = True
+
+    def record_reads(self, rec) -> None:
+        b = self._buffers
+        self._drop_sets()
+        count = pipeline(self.device, "histogram_count", ["buffer"] * 4).bind(
+            [b["params"], self._bound["data"], b["counts"], b["stats"]])
+        top = pipeline(self.device, "histogram_max", ["buffer"] * 3).bind(
+            [b["params"], b["counts"], b["stats"]])
+        raster = pipeline(self.device, "histogram_raster", ["buffer"] * 4 + ["image"]).bind(
+            [b["params"], b["counts"], b["stats"], b["history"], self.target])
+        self._sets = [count, top, raster]
+        rec.fill(b["counts"], 0)
+        rec.fill(b["stats"], 0)
+        rec.barrier()
+        rec.dispatch(count, *groups_1d(-(-self.source.array.size // PER_INVOCATION)))
+        self._recorded_n = self.source.array.size
+
+    def record(self, rec) -> None:
+        """The tallest-bin and raster passes read only the counts, not the live tensor."""
+        rec.dispatch(self._sets[1], 1)
+        rec.barrier()
+        rec.dispatch(self._sets[2], -(-self.rect.width // 16), -(-self.rect.height // 16))
+        self.stale = False
+
+    def finish(self) -> None:
+        s = self._buffers["stats"].view(np.uint32, 6)
+        self.stats = dict(zip(STAT_NAMES, (int(v) for v in s[:5]), strict=True))
+        self.counts = self._buffers["counts"].view(np.uint32, self.bins).copy()
+        if self.history:
+            self._pending = (self._frame_version, self.counts)
+
+    # -- the numpy twin ---------------------------------------------------------------------------------
+    def reference(self, width: int, height: int) -> np.ndarray:
+        rgba, _ = self.reference_with_stats(width, height)
+        return rgba
+
+    def count(self) -> tuple[np.ndarray, dict]:
+        """Bin counts and special-value counts of the current values, as the GPU computes them."""
+        p = self.params(1, 1)
+        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HG_LO, HG_SCALE, HG_HI))
+        v = self.data
+        cls = _exact.classify(v)
+        finite = cls == _exact.FINITE
+        u = _exact.ftz(np.where(finite, v, F32(0)))
+        below, above = finite & (u < lo), finite & ~(u < lo) & (u > hi)
+        inside = finite & ~below & ~above
+        with np.errstate(all="ignore"):
+            t = _exact.ftz(_exact.ftz(u[inside] - lo) * scale)
+        b = np.where(t >= F32(self.bins), F32(self.bins - 1), t).astype(np.int64)
+        counts = np.bincount(b, minlength=self.bins).astype(np.uint32)
+        stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
+                 "neginf": int((cls == _exact.NEGINF).sum()), "below": int(below.sum()),
+                 "above": int(above.sum())}
+        return counts, stats
+
+    def reference_with_stats(self, width: int, height: int):
+        counts, stats = self.count()
+        history = self._frame_history
+        maxc = int(max(counts.max(initial=0), history.max(initial=0)))
+
+        def bar_height(c):
+            c = np.asarray(c, np.uint64)
+            return np.zeros(c.shape, np.uint64) if maxc == 0 else (c * height + maxc - 1) // maxc
+
+        col = (np.arange(width, dtype=np.uint64) * self.bins // width).astype(np.int64)
+        up = (height - 1 - np.arange(height, dtype=np.uint64))[:, None]
+        bg = _exact.pack_rgba(BACKGROUND)
+        out = np.where(up < bar_height(counts[col])[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)),
+                       np.uint32(bg)).astype(np.uint32)
+        k_count = len(history)
+        for k in range(k_count, 0, -1):
+            bh = bar_height(history[k - 1][col])[None, :]
+            alpha = 256 - (k * 200) // (k_count + 1)
+            edge = (bh > 0) & (up == bh - 1)
+            out = np.where(edge, np.uint32(_mix(bg, _exact.pack_rgba(OLD_COLOR), alpha)), out)
+        return _exact.unpack_rgba(out.astype(np.uint32)), stats
+
+
+def _mix(bg: int, fg: int, alpha: int) -> int:
+    chans = [((((bg >> s) & 255) * (256 - alpha) + ((fg >> s) & 255) * alpha) >> 8) << s
+             for s in (0, 8, 16)]
+    return chans[0] | chans[1] | chans[2] | 0xFF000000

@@ -1,0 +1,49 @@
+#version 450
+// Histogram, pass 3: one invocation per panel pixel. Column x shows bin
+// x * bins / width; a bar of count c is ceil(c * height / max) pixels tall
+// (integer math). Older steps (history, newest first) are drawn as their top
+// edges, fainter with age: colour = bg + (old - bg) * alpha / 256, integers.
+#extension GL_ARB_gpu_shader_int64 : require
+layout(local_size_x = 16, local_size_y = 16) in;
+#include "common.glsl"
+#include "histogram_params.glsl"
+
+layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std430, binding = 1) readonly buffer Counts { uint counts[]; };
+layout(std430, binding = 2) readonly buffer Stats { uint stats[]; };
+layout(std430, binding = 3) readonly buffer History { uint history[]; };  // [k * bins + b]
+layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
+
+uint bar_height(uint c, uint h, uint maxc) {
+    return maxc == 0u ? 0u : uint((uint64_t(c) * uint64_t(h) + uint64_t(maxc) - 1ul) / uint64_t(maxc));
+}
+
+uint mix_rgba(uint bg, uint fg, uint alpha) {  // alpha in 0..256
+    uint r = ((bg & 255u) * (256u - alpha) + (fg & 255u) * alpha) >> 8;
+    uint g = (((bg >> 8) & 255u) * (256u - alpha) + ((fg >> 8) & 255u) * alpha) >> 8;
+    uint b = (((bg >> 16) & 255u) * (256u - alpha) + ((fg >> 16) & 255u) * alpha) >> 8;
+    return r | (g << 8) | (b << 16) | 0xFF000000u;
+}
+
+void main() {
+    uint x = gl_GlobalInvocationID.x;
+    uint y = gl_GlobalInvocationID.y;
+    uint w = P[HG_W];
+    uint h = P[HG_H];
+    if (x >= w || y >= h) return;
+    uint bins = P[HG_BINS];
+    uint b = uint((uint64_t(x) * uint64_t(bins)) / uint64_t(w));
+    uint maxc = stats[HS_MAX];
+    uint up = h - 1u - y;  // pixels above the bottom edge
+    uint c = P[HG_BG];
+    if (up < bar_height(counts[b], h, maxc)) c = P[HG_COLOR];
+    uint k_count = P[HG_HISTORY];
+    for (uint k = k_count; k > 0u; --k) {  // oldest first, so newer edges win
+        uint bh = bar_height(history[(k - 1u) * bins + b], h, maxc);
+        if (bh > 0u && up == bh - 1u) {
+            uint alpha = 256u - (k * 200u) / (k_count + 1u);
+            c = mix_rgba(P[HG_BG], P[HG_OLD_COLOR], alpha);
+        }
+    }
+    imageStore(target, ivec2(int(P[HG_RECT_X] + x), int(P[HG_RECT_Y] + y)), unpack_rgba(c));
+}

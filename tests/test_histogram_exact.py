@@ -1,0 +1,110 @@
+"""The histogram view on the GPU equals its numpy twin, byte for byte, counts included."""
+
+import numpy as np
+import pytest
+
+import caliper_vk as cv
+from caliper_vk.engine import Canvas
+from caliper_vk.views import Histogram
+from images import assert_same_image, assert_view_matches_twin
+
+RNG = np.random.default_rng(7)
+
+
+def specials(n):
+    a = RNG.normal(size=n).astype(np.float32)
+    a[::11] = np.nan
+    a[3::17] = np.inf
+    a[5::19] = -np.inf
+    a[7::23] = np.float32(1e-41)
+    return a
+
+
+CASES = {
+    "auto-64": (RNG.normal(size=5000), {}, (200, 100)),
+    "fixed-range-counts-outside": (RNG.normal(size=5000) * 3, {"value_range": (-1, 1), "bins": 12},
+                                   (120, 80)),
+    "symmetric": (RNG.normal(size=3000) + 1, {"value_range": "symmetric", "bins": 30}, (90, 60)),
+    "nan-inf-subnormal": (specials(4000), {"bins": 20}, (100, 50)),
+    "one-bin": (RNG.random(100), {"bins": 1}, (20, 20)),
+    "more-bins-than-pixels": (RNG.normal(size=20000), {"bins": 1000}, (150, 40)),
+    "uint8": (RNG.integers(0, 256, 3000, dtype=np.uint8), {"bins": 16}, (64, 64)),
+    "constant": (np.full(50, 3.0), {}, (40, 30)),
+    "huge-values": (np.array([3e38, -3e38, 0, 1], np.float32), {"bins": 8}, (32, 16)),
+    "2-d-input": (RNG.normal(size=(40, 50)), {"bins": 25}, (100, 50)),
+    "empty": (np.zeros(0, np.float32), {}, (30, 20)),
+    "one-pixel": (RNG.normal(size=10), {}, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_histogram_matches_twin(name, artifacts):
+    data, options, (w, h) = CASES[name]
+    assert_view_matches_twin(Histogram(data, **options), w, h, artifacts)
+
+
+def test_counts_equal_numpy_and_nothing_is_dropped():
+    data = RNG.normal(size=10_000).astype(np.float32) * 2
+    view = Histogram(data, bins=12, value_range=(-3, 3))
+    with Canvas(60, 30) as canvas:
+        canvas.add(view)
+        canvas.render()
+    want, _ = np.histogram(data, bins=12, range=(-3, 3))
+    assert np.abs(view.counts.astype(int) - want).sum() <= 2  # float32 vs float64 bin edges
+    outside = view.stats["below"] + view.stats["above"]
+    assert view.counts.sum() + outside == data.size
+    assert outside == int(((data < -3) | (data > 3)).sum())
+
+
+def test_history_overlays_older_steps_exactly(artifacts):
+    view = Histogram(RNG.normal(size=2000), bins=20, value_range=(-4, 4), history=3)
+    with Canvas(120, 80) as canvas:
+        canvas.add(view)
+        for step in range(5):
+            view.set_data(RNG.normal(size=2000) * (1 + step * 0.3))
+            got = canvas.render()
+            assert_same_image(got, canvas.reference(), artifacts / f"step{step}")
+        assert len(view._frame_history) == 3
+        older = {tuple(c) for c in got.reshape(-1, 4)}
+        assert len(older) > 4  # bars, background and fading edges
+
+
+def test_attached_tensor_histogram_is_live():
+    t = cv.empty((4000,))
+    t.normal_()
+    with cv.Session(window=False, size=(160, 120)) as s:
+        panel = s.attach(t, "histogram", bins=32, value_range=(-4, 4))
+        assert panel.path == "zero-copy"
+        s.render()
+        first = panel.view.counts.copy()
+        with panel.writing():
+            t.mul_(0.5)
+        s.render()
+        assert not np.array_equal(first, panel.view.counts)
+        assert panel.view.counts.sum() + panel.view.stats["below"] + panel.view.stats["above"] == 4000
+
+
+def test_bad_options_are_clear():
+    with pytest.raises(ValueError, match=r"bins must be an integer in 1\.\.4096"):
+        Histogram(bins=0)
+    with pytest.raises(ValueError, match=r"history must be an integer in 0\.\.16"):
+        Histogram(history=99)
+    with pytest.raises(ValueError, match="value_range"):
+        Histogram(value_range="wide")
+
+
+def test_redrawing_the_same_step_does_not_age_the_overlay():
+    t = cv.empty((3000,))
+    t.normal_()
+    with cv.Session(window=False, size=(120, 80)) as s:
+        panel = s.attach(t, "histogram", bins=16, value_range=(-4, 4), history=3)
+        for step in range(3):
+            with panel.writing():
+                t.mul_(1.2)
+            s.step(step)
+            s.flush()
+        before = panel.view._frame_history.copy()
+        s.render()
+        s.render()  # redraws of step 2: the overlay still shows steps 1 and 0
+        assert np.array_equal(panel.view._frame_history, before)
+        assert len(before) == 2
