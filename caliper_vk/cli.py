@@ -121,6 +121,12 @@ def cmd_render(args) -> int:
                             "'data' (or a single array)")
         view = make_view("heatmap", data=data, colormap=args.colormap,
                          value_range=_range(args.range))
+    elif args.view == "histogram":
+        data = _pick(arrays, "data", "values")
+        if data is None:
+            raise UserError(f"{args.input} holds {sorted(arrays)}; the histogram view needs "
+                            "'data' (or a single array)")
+        view = make_view("histogram", data=data, bins=args.bins, value_range=_range(args.range))
     else:
         make_view(args.view)  # raises with the list of views
         raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet")
@@ -153,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, headless")
-    p.add_argument("--view", required=True, help="pointcloud or heatmap")
+    p.add_argument("--view", required=True, help="pointcloud, heatmap or histogram")
     p.add_argument("--input", required=True, help="FILE.npy | FILE.npz | FILE.pt")
     p.add_argument("--out", required=True, help="output PNG path")
     p.add_argument("--size", default="800x600", help="WIDTHxHEIGHT (default 800x600)")
@@ -167,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="matplotlib colormap: viridis, magma, coolwarm, RdBu_r, ...")
     p.add_argument("--palette", default="tab10", help="pointcloud labels: tab10, tab20, ...")
     p.add_argument("--range", default="auto", help="auto, symmetric, or LO,HI")
+    p.add_argument("--bins", type=int, default=64, help="histogram: number of bins")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")

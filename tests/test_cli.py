@@ -60,6 +60,14 @@ def test_render_heatmap_pt(tmp_path):
     assert Image.open(out).size == (800, 600)
 
 
+def test_render_histogram(tmp_path):
+    np.save(tmp_path / "w.npy", np.random.default_rng(2).normal(size=(64, 64)))
+    out = tmp_path / "hist.png"
+    assert main(["render", "--view", "histogram", "--input", str(tmp_path / "w.npy"), "--out", str(out),
+                 "--bins", "12", "--range", "-3,3", "--size", "300x200"]) == 0
+    assert Image.open(out).size == (300, 200)
+
+
 def test_render_npz_with_named_arrays(tmp_path):
     rng = np.random.default_rng(1)
     np.savez(tmp_path / "run.npz", positions=rng.normal(size=(50, 2)), values=rng.random(50))
@@ -68,7 +76,7 @@ def test_render_npz_with_named_arrays(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--view", "scatter"], "unknown view 'scatter'; available views: heatmap, pointcloud"),
+    (["--view", "scatter"], "unknown view 'scatter'; available views: heatmap, histogram, pointcloud"),
     (["--view", "heatmap", "--colormap", "rainbowz"], "unknown colormap 'rainbowz'; use"),
     (["--view", "pointcloud", "--input", "missing.npy"], "input file 'missing.npy' does not exist"),
     (["--view", "pointcloud", "--input", "bad.npy"], "cannot read 'bad.npy' as .npy"),
