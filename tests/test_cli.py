@@ -64,7 +64,7 @@ def test_render_histogram(tmp_path):
     np.save(tmp_path / "w.npy", np.random.default_rng(2).normal(size=(64, 64)))
     out = tmp_path / "hist.png"
     assert main(["render", "--view", "histogram", "--input", str(tmp_path / "w.npy"), "--out", str(out),
-                 "--bins", "12", "--range", "-3,3", "--size", "300x200"]) == 0
+                 "--bins", "12", "--range=-3,3", "--size", "300x200"]) == 0
     assert Image.open(out).size == (300, 200)
 
 
