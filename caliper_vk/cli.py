@@ -127,6 +127,12 @@ def cmd_render(args) -> int:
             raise UserError(f"{args.input} holds {sorted(arrays)}; the histogram view needs "
                             "'data' (or a single array)")
         view = make_view("histogram", data=data, bins=args.bins, value_range=_range(args.range))
+    elif args.view == "curve":
+        data = _pick(arrays, "data", "values")
+        if data is None:
+            raise UserError(f"{args.input} holds {sorted(arrays)}; the curve view needs "
+                            "'data' (or a single array)")
+        view = make_view("curve", data=data, value_range=_range(args.range), smoothing=args.smoothing)
     else:
         make_view(args.view)  # raises with the list of views
         raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet")
@@ -159,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, headless")
-    p.add_argument("--view", required=True, help="pointcloud, heatmap or histogram")
+    p.add_argument("--view", required=True, help="pointcloud, heatmap, histogram or curve")
     p.add_argument("--input", required=True, help="FILE.npy | FILE.npz | FILE.pt")
     p.add_argument("--out", required=True, help="output PNG path")
     p.add_argument("--size", default="800x600", help="WIDTHxHEIGHT (default 800x600)")
@@ -174,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--palette", default="tab10", help="pointcloud labels: tab10, tab20, ...")
     p.add_argument("--range", default="auto", help="auto, symmetric, or LO,HI")
     p.add_argument("--bins", type=int, default=64, help="histogram: number of bins")
+    p.add_argument("--smoothing", type=float, default=None,
+                   help="curve: EMA weight in (0, 1) for a smoothed line over the raw trace")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")

@@ -68,6 +68,14 @@ def test_render_histogram(tmp_path):
     assert Image.open(out).size == (300, 200)
 
 
+def test_render_curve(tmp_path):
+    np.save(tmp_path / "loss.npy", np.exp(-np.arange(500) / 100.0))
+    out = tmp_path / "loss.png"
+    assert main(["render", "--view", "curve", "--input", str(tmp_path / "loss.npy"), "--out", str(out),
+                 "--smoothing", "0.9", "--size", "300x100"]) == 0
+    assert Image.open(out).size == (300, 100)
+
+
 def test_render_npz_with_named_arrays(tmp_path):
     rng = np.random.default_rng(1)
     np.savez(tmp_path / "run.npz", positions=rng.normal(size=(50, 2)), values=rng.random(50))
@@ -76,7 +84,7 @@ def test_render_npz_with_named_arrays(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--view", "scatter"], "unknown view 'scatter'; available views: heatmap, histogram, pointcloud"),
+    (["--view", "scatter"], "unknown view 'scatter'; available views: curve, heatmap, histogram, pointcloud"),
     (["--view", "heatmap", "--colormap", "rainbowz"], "unknown colormap 'rainbowz'; use"),
     (["--view", "pointcloud", "--input", "missing.npy"], "input file 'missing.npy' does not exist"),
     (["--view", "pointcloud", "--input", "bad.npy"], "cannot read 'bad.npy' as .npy"),

@@ -1,11 +1,12 @@
 """Built-in views. Each is a drawable for a canvas panel with a numpy twin
 (``reference``) that produces the same bytes as its compute shaders."""
 
+from .curve import Curve
 from .heatmap import Heatmap
 from .histogram import Histogram
 from .pointcloud import PointCloud
 
-VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram}
+VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve}
 
 
 class UnknownViewError(ValueError):
@@ -22,4 +23,4 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]
+__all__ = ["VIEWS", "Curve", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]

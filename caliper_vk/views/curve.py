@@ -1,0 +1,216 @@
+"""The curve view: a 1-D trace (a loss, a norm, one unit's activation over time).
+
+The raw trace is always drawn. With more samples than pixel columns each
+column shows the min..max band of its samples, so no spike disappears in the
+downsampling; with fewer, the line between values interpolated at each column.
+``smoothing=alpha`` adds an exponential moving average as a second line on
+top: the raw trace stays visible around it and its values are untouched. NaN
+and Inf samples are not drawn (a column of only missing samples is an honest
+gap) and are counted. :meth:`Curve.reference` is the numpy twin.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._arrays import as_float32
+from . import _exact
+from ._base import ViewBase, lut_scale, pipeline, resolve_range
+from ._source import Source
+
+F32 = np.float32
+(CV_N, CV_BASE, CV_DTYPE, CV_W, CV_H, CV_RECT_X, CV_RECT_Y, CV_LO, CV_SCALE, CV_STEP, CV_SERIES,
+ CV_BG, CV_COLOR0, CV_COLOR1) = range(14)
+N_PARAMS = 14
+NO_ROWS = 0xFFFFFFFF
+
+BACKGROUND = (22, 22, 26, 255)
+RAW_COLOR = (120, 160, 200, 255)
+SMOOTH_COLOR = (255, 127, 14, 255)
+
+
+def ema(values: np.ndarray, alpha: float) -> np.ndarray:
+    """Exponential moving average skipping non-finite samples (they stay non-finite)."""
+    out = np.empty(values.shape, np.float64)
+    acc = None
+    for i, v in enumerate(values.astype(np.float64)):
+        if np.isfinite(v):
+            acc = v if acc is None else alpha * acc + (1 - alpha) * v
+            out[i] = acc
+        else:
+            out[i] = np.nan
+    return out.astype(F32)
+
+
+class Curve(ViewBase):
+    """A trace of values over their index (a step axis).
+
+    Parameters
+    ----------
+    data : array-like, 1-D (any shape is flattened)
+    value_range : "auto" | "symmetric" | (lo, hi)
+    smoothing : float, optional
+        EMA weight in (0, 1) for a smoothed line drawn over the raw trace.
+    """
+
+    def __init__(self, data=None, *, value_range="auto", smoothing: float | None = None):
+        super().__init__()
+        resolve_range(np.zeros(1, F32), value_range)
+        if smoothing is not None and not 0.0 < smoothing < 1.0:
+            raise ValueError(f"smoothing must be in (0, 1) (an EMA weight), got {smoothing!r}")
+        self.value_range, self.smoothing = value_range, smoothing
+        self.source = Source(np.zeros(0, F32))
+        self._range_cache = None
+        self.smoothed = None
+        if data is not None:
+            self.set_data(data)
+
+    def set_data(self, data) -> None:
+        self.data_version += 1
+        self._set_source(Source(np.ascontiguousarray(as_float32(data, "curve data").reshape(-1))))
+
+    def set_source(self, source: Source) -> None:
+        """Draw the trace straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
+        source.array = source.array.reshape(-1)
+        self._set_source(source)
+
+    def _set_source(self, source: Source) -> None:
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
+        self._range_cache = None
+        self._dirty.add("data")
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.source.float32()
+
+    @property
+    def range(self) -> tuple[float, float]:
+        if self._range_cache is None or self.source.live:
+            self._range_cache = resolve_range(self.data, self.value_range)
+        return self._range_cache
+
+    def _smooth(self) -> np.ndarray:
+        if self.smoothing is None:
+            return np.zeros(0, F32)
+        return ema(self.data, self.smoothing)
+
+    def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+               dtype: int = 0) -> np.ndarray:
+        lo, hi = self.range
+        n = self.source.array.size
+        p = np.zeros(N_PARAMS, np.uint32)
+        p[CV_N], p[CV_BASE], p[CV_DTYPE], p[CV_W], p[CV_H] = n, base, dtype, width, height
+        p[CV_RECT_X], p[CV_RECT_Y] = rect_x, rect_y
+        f = p.view(F32)
+        f[CV_LO], f[CV_SCALE] = lo, lut_scale(lo, hi, max(height - 1, 1))
+        f[CV_STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
+        p[CV_SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
+        p[CV_BG] = _exact.pack_rgba(BACKGROUND)
+        p[CV_COLOR0] = _exact.pack_rgba(RAW_COLOR)
+        p[CV_COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
+        return p
+
+    # -- drawable protocol ----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        r = self.rect
+        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
+        _, base, dtype = self._input("data", source)
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self.smoothed = self._smooth()
+        self._upload("smooth", self.smoothed if self.smoothed.size else np.zeros(1, F32))
+        self._buffer("columns", 2 * r.width * 4, host_visible=False)
+        self._buffer("stats", 16)
+        self._dirty.clear()
+
+    def record_reads(self, rec) -> None:
+        b = self._buffers
+        self._drop_sets()
+        cols = pipeline(self.device, "curve_columns", ["buffer"] * 5).bind(
+            [b["params"], self._bound["data"], b["smooth"], b["columns"], b["stats"]])
+        raster = pipeline(self.device, "curve_raster", ["buffer"] * 2 + ["image"]).bind(
+            [b["params"], b["columns"], self.target])
+        self._sets = [cols, raster]
+        rec.fill(b["stats"], 0)
+        rec.fill(b["columns"], NO_ROWS)
+        rec.barrier()
+        rec.dispatch(cols, -(-self.rect.width // 64), 2)
+
+    def record(self, rec) -> None:
+        rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
+        self.stale = False
+
+    def finish(self) -> None:
+        s = self._buffers["stats"].view(np.uint32, 2)
+        self.stats = {"nan": int(s[0]), "inf": int(s[1])}
+
+    # -- the numpy twin -----------------------------------------------------------------------------------
+    def reference(self, width: int, height: int) -> np.ndarray:
+        rgba, _ = self.reference_with_stats(width, height)
+        return rgba
+
+    def reference_with_stats(self, width: int, height: int):
+        p = self.params(width, height)
+        lo, scale, step = (np.uint32(p[k]).view(F32) for k in (CV_LO, CV_SCALE, CV_STEP))
+        n = int(p[CV_N])
+        series = [self.data] + ([self._smooth()] if self.smoothing is not None and n else [])
+        stats = {"nan": 0, "inf": 0}
+        ftz = _exact.ftz
+        spans = []
+        for k, values in enumerate(series if n else []):
+            cls = _exact.classify(values)
+            rows = np.where(cls == _exact.FINITE,
+                            _exact.lut_index(ftz(np.where(cls == 0, values, F32(0))), lo, scale,
+                                             height - 1), 0).astype(np.int64)
+            span = np.full(width, NO_ROWS, np.uint64)
+            for c in range(width):
+                lo_row, hi_row = 0xFFFF, 0
+                if n >= width:
+                    a, b = c * n // width, (c + 1) * n // width
+                    idx = np.arange(a, min(b, n - 1) + 1)
+                    ok = cls[idx] == _exact.FINITE
+                    if k == 0:
+                        own = idx < b
+                        stats["nan"] += int((own & (cls[idx] == _exact.NAN)).sum())
+                        stats["inf"] += int((own & ~ok & (cls[idx] != _exact.NAN)).sum())
+                    if ok.any():
+                        lo_row, hi_row = int(rows[idx][ok].min()), int(rows[idx][ok].max())
+                else:
+                    if k == 0 and c < n:  # fewer samples than columns: column c counts sample c
+                        stats["nan"] += int(cls[c] == _exact.NAN)
+                        stats["inf"] += int(cls[c] in (_exact.POSINF, _exact.NEGINF))
+                    v0 = _interp(values, cls, c, step, n)
+                    v1 = _interp(values, cls, c + 1, step, n) if c + 1 < width else None
+                    if v0 is not None:
+                        lo_row = hi_row = int(_exact.lut_index(ftz(v0), lo, scale, height - 1))
+                        if v1 is not None:
+                            r1 = int(_exact.lut_index(ftz(v1), lo, scale, height - 1))
+                            lo_row, hi_row = min(lo_row, r1), max(hi_row, r1)
+                if lo_row != 0xFFFF:
+                    span[c] = lo_row | (hi_row << 16)
+            spans.append(span)
+        up = (height - 1 - np.arange(height))[:, None]
+        out = np.full((height, width), p[CV_BG], np.uint32)
+        colors = (p[CV_COLOR0], p[CV_COLOR1])
+        for k, span in enumerate(spans):
+            valid = span != NO_ROWS
+            lo_r = (span & np.uint64(0xFFFF)).astype(np.int64)[None, :]
+            hi_r = (span >> np.uint64(16)).astype(np.int64)[None, :]
+            out = np.where(valid[None, :] & (up >= lo_r) & (up <= hi_r), colors[k], out)
+        return _exact.unpack_rgba(out.astype(np.uint32)), stats
+
+
+def _interp(values, cls, c: int, step, n: int):
+    """The value at column ``c`` interpolated as curve_columns.comp does, or None."""
+    ftz = _exact.ftz
+    x = ftz(F32(c) * step)
+    i = min(int(x), n - 1)
+    j = min(i + 1, n - 1)
+    if cls[i] != _exact.FINITE or cls[j] != _exact.FINITE:
+        return None
+    a, b = ftz(values[i]), ftz(values[j])
+    with np.errstate(all="ignore"):
+        frac = ftz(x - F32(i))
+        d = ftz(b - a)
+        return ftz(a + ftz(d * frac))

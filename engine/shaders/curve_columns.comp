@@ -1,0 +1,85 @@
+#version 450
+// Curve, pass 1: for every panel column and series, the span of rows the trace
+// covers there. More samples than columns: the min..max band of the column's
+// samples (and the next column's first, so the trace stays connected). Fewer:
+// the line between the values interpolated at this column and the next
+// (x = column * step, step = (n - 1) / (width - 1) made on the host). Rows come
+// from round((v - lo) * scale) with the exact-path rules. A column whose samples
+// are all NaN/Inf covers no rows: a missing measurement stays visibly missing.
+#extension GL_ARB_gpu_shader_int64 : require
+layout(local_size_x = 64) in;
+#include "common.glsl"
+#include "curve_params.glsl"
+
+layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std430, binding = 1) readonly buffer Data { uint data[]; };
+layout(std430, binding = 2) readonly buffer Smooth { float smoothed[]; };
+layout(std430, binding = 3) buffer Columns { uint columns[]; };  // [series * width + column]
+layout(std430, binding = 4) buffer Stats { uint stats[]; };
+
+#define INPUT data
+#include "input.glsl"
+
+float sample_at(uint series, uint i) {
+    return series == 0u ? load_input(P[CV_BASE], P[CV_DTYPE], i) : smoothed[i];
+}
+
+uint row_of(float v) {
+    return lut_index(ftz(v), f(CV_LO), f(CV_SCALE), P[CV_H] - 1u);
+}
+
+// The value interpolated at column c (fewer samples than columns); NaN-free or flagged.
+bool value_at(uint series, uint c, out float v) {
+    precise float x = ftz(float(c) * f(CV_STEP));
+    uint n = P[CV_N];
+    uint i = min(uint(x), n - 1u);
+    float a = sample_at(series, i);
+    float b = sample_at(series, min(i + 1u, n - 1u));
+    if (classify(a) != CLASS_FINITE || classify(b) != CLASS_FINITE) return false;
+    precise float frac = ftz(x - float(i));
+    precise float d = ftz(ftz(b) - ftz(a));
+    v = ftz(ftz(a) + ftz(d * frac));
+    return true;
+}
+
+void main() {
+    uint c = gl_GlobalInvocationID.x;
+    uint series = gl_GlobalInvocationID.y;
+    uint w = P[CV_W];
+    uint n = P[CV_N];
+    if (c >= w || series >= P[CV_SERIES]) return;
+    uint lo_row = 0xFFFFu;
+    uint hi_row = 0u;
+    if (n >= w) {
+        uint a = uint((uint64_t(c) * uint64_t(n)) / uint64_t(w));
+        uint b = uint((uint64_t(c + 1u) * uint64_t(n)) / uint64_t(w));
+        uint bad = 0u;
+        uint infs = 0u;
+        for (uint i = a; i <= min(b, n - 1u); ++i) {
+            float v = sample_at(series, i);
+            uint cls = classify(v);
+            if (cls != CLASS_FINITE) {
+                if (i < b) { if (cls == CLASS_NAN) bad += 1u; else infs += 1u; }
+                continue;
+            }
+            uint r = row_of(v);
+            lo_row = min(lo_row, r);
+            hi_row = max(hi_row, r);
+        }
+        if (series == 0u && bad != 0u) atomicAdd(stats[CS_NAN], bad);
+        if (series == 0u && infs != 0u) atomicAdd(stats[CS_INF], infs);
+    } else {
+        if (series == 0u && c < n) {  // fewer samples than columns: column c counts sample c
+            uint cls = classify(sample_at(0u, c));
+            if (cls == CLASS_NAN) atomicAdd(stats[CS_NAN], 1u);
+            else if (cls != CLASS_FINITE) atomicAdd(stats[CS_INF], 1u);
+        }
+        float v0;
+        float v1;
+        bool ok0 = value_at(series, c, v0);
+        bool ok1 = c + 1u < w ? value_at(series, c + 1u, v1) : false;
+        if (ok0) { lo_row = row_of(v0); hi_row = lo_row; }
+        if (ok0 && ok1) { uint r1 = row_of(v1); lo_row = min(lo_row, r1); hi_row = max(hi_row, r1); }
+    }
+    columns[series * w + c] = lo_row == 0xFFFFu ? NO_ROWS : (lo_row | (hi_row << 16));
+}

@@ -1,0 +1,83 @@
+"""The curve view on the GPU equals its numpy twin, byte for byte."""
+
+import numpy as np
+import pytest
+
+import caliper_vk as cv
+from caliper_vk.engine import Canvas
+from caliper_vk.views import Curve
+from images import assert_view_matches_twin
+
+RNG = np.random.default_rng(11)
+
+
+def loss_like(n):
+    steps = np.arange(n)
+    return (2.5 * np.exp(-steps / (n / 5)) + 0.1 * RNG.normal(size=n)).astype(np.float32)
+
+
+def with_gaps(n):
+    a = loss_like(n)
+    a[n // 3: n // 3 + n // 10] = np.nan  # a stretch with no measurement
+    a[7] = np.inf
+    return a
+
+
+CASES = {
+    "more-samples-than-columns": (loss_like(5000), {}, (200, 80)),
+    "fewer-samples-than-columns": (loss_like(37), {}, (300, 90)),
+    "smoothing": (loss_like(3000), {"smoothing": 0.95}, (250, 100)),
+    "smoothing-few": (loss_like(60), {"smoothing": 0.8}, (240, 80)),
+    "gaps-and-inf": (with_gaps(2000), {"smoothing": 0.9}, (180, 70)),
+    "gaps-few": (with_gaps(90), {}, (200, 60)),
+    "fixed-range-clips": (loss_like(800) * 3, {"value_range": (0, 2)}, (160, 60)),
+    "one-sample": (np.array([1.5], np.float32), {}, (50, 20)),
+    "two-samples": (np.array([0.0, 1.0], np.float32), {}, (64, 64)),
+    "empty": (np.zeros(0, np.float32), {}, (40, 20)),
+    "constant": (np.full(100, 2.0), {}, (80, 30)),
+    "exact-fit": (loss_like(128), {}, (128, 50)),
+    "one-pixel": (loss_like(10), {}, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_curve_matches_twin(name, artifacts):
+    data, options, (w, h) = CASES[name]
+    assert_view_matches_twin(Curve(data, **options), w, h, artifacts)
+
+
+def test_band_keeps_every_spike():
+    data = np.zeros(100_000, np.float32)
+    data[54_321] = 10.0  # one spike among 500 samples per column
+    view = Curve(data)
+    with Canvas(200, 50) as canvas:
+        canvas.add(view)
+        img = canvas.render()
+    assert (img[0] != (22, 22, 26, 255)).any(axis=1).sum() >= 1  # the top row still shows it
+
+
+def test_missing_values_are_counted_and_left_blank():
+    data = with_gaps(2000)
+    view = Curve(data)
+    with Canvas(200, 40) as canvas:
+        canvas.add(view)
+        img = canvas.render()
+    assert view.stats == {"nan": int(np.isnan(data).sum()), "inf": 1}
+    gap_columns = range(200 * (2000 // 3 + 1) // 2000 + 1, 200 * (2000 // 3 + 200) // 2000 - 1)
+    assert all((img[:, c] == (22, 22, 26, 255)).all() for c in gap_columns)
+
+
+def test_attached_loss_history_is_live():
+    t = cv.empty((500,))
+    with cv.Session(window=False, size=(200, 100)) as s:
+        panel = s.attach(t, "curve", smoothing=0.9, name="loss")
+        assert panel.path == "zero-copy"
+        with panel.writing():
+            t.copy_(__import__("torch").from_numpy(loss_like(500)))
+        img = s.render()
+        assert np.array_equal(img, s.canvas.reference())
+
+
+def test_bad_smoothing_is_clear():
+    with pytest.raises(ValueError, match="smoothing must be in"):
+        Curve(smoothing=1.5)
