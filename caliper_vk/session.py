@@ -318,8 +318,12 @@ class Session:
         record = exporters.export(tensor, self.device.info, name)
         # a view of the tensor's memory (CPU), or of a host copy refreshed every frame
         alias, dtype = _numpy_alias(tensor if tensor.device.type == "cpu" else tensor.detach().to("cpu"))
+        extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
+        v = make_view(view, **options)
         path, reason, imported = PATH_STAGING, record.reason, None
-        if record.kind == "host-pointer" and not zero_copy:
+        if not v.gpu_reads_source:
+            reason = v.host_reason  # the view draws a host-computed transform of the tensor
+        elif record.kind == "host-pointer" and not zero_copy:
             reason = "zero_copy=False was requested"
         elif record.kind == "host-pointer":
             try:
@@ -329,8 +333,6 @@ class Session:
             except HostImportError as exc:
                 reason = f"the driver refused the import: {exc}"
         source = Source(alias, dtype, imported=imported, live=True)
-        extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
-        v = make_view(view, **options)
         try:
             if view == "pointcloud":
                 v.set_source(source, **extra)

@@ -1,12 +1,14 @@
 """Built-in views. Each is a drawable for a canvas panel with a numpy twin
 (``reference``) that produces the same bytes as its compute shaders."""
 
+from .confusion import Confusion
 from .curve import Curve
 from .heatmap import Heatmap
 from .histogram import Histogram
 from .pointcloud import PointCloud
 
-VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve}
+VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve,
+         "confusion": Confusion}
 
 
 class UnknownViewError(ValueError):
@@ -23,4 +25,4 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Curve", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]
+__all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]

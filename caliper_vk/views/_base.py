@@ -77,6 +77,11 @@ def lut_scale(lo: float, hi: float, last: int = 255) -> float:
 class ViewBase:
     """Buffer bookkeeping shared by the views; not a view by itself."""
 
+    # Views whose shaders read the attached tensor itself; a view that draws a
+    # host-computed transform of it says so (the session reports host staging).
+    gpu_reads_source = True
+    host_reason = ""
+
     def __init__(self):
         self.device = None
         self.target = None
