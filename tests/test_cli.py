@@ -84,7 +84,8 @@ def test_render_npz_with_named_arrays(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--view", "scatter"], "unknown view 'scatter'; available views: confusion, curve, heatmap, histogram, pointcloud"),
+    (["--view", "scatter"],
+     "unknown view 'scatter'; available views: confusion, curve, heatmap, histogram, images, pointcloud"),
     (["--view", "heatmap", "--colormap", "rainbowz"], "unknown colormap 'rainbowz'; use"),
     (["--view", "pointcloud", "--input", "missing.npy"], "input file 'missing.npy' does not exist"),
     (["--view", "pointcloud", "--input", "bad.npy"], "cannot read 'bad.npy' as .npy"),

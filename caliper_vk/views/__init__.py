@@ -5,10 +5,11 @@ from .confusion import Confusion
 from .curve import Curve
 from .heatmap import Heatmap
 from .histogram import Histogram
+from .images import Images
 from .pointcloud import PointCloud
 
 VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve,
-         "confusion": Confusion}
+         "confusion": Confusion, "images": Images}
 
 
 class UnknownViewError(ValueError):
@@ -25,4 +26,5 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "PointCloud", "UnknownViewError", "make_view"]
+__all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "Images", "PointCloud",
+           "UnknownViewError", "make_view"]

@@ -1,0 +1,196 @@
+"""The images view: a grid of small 2-D arrays (conv kernels, feature maps, hidden states).
+
+The input is ``(tiles, h, w)`` or ``(a, b, h, w)`` (leading dimensions are
+flattened into the tile index, e.g. out_channels x in_channels kernels). Tiles
+are laid out row by row in a near-square grid with a one-pixel gap; each pixel
+finds its tile and cell with integer arithmetic (engine/shaders/images.comp).
+``normalize="tile"`` maps each tile's own finite range onto the colormap (shapes
+within a tile are comparable, magnitudes across tiles are not);
+``"shared"`` uses one range for all tiles (magnitudes comparable). NaN, +Inf
+and -Inf get their own colours and are counted. :meth:`Images.reference` is
+the numpy twin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import colormaps
+from .._arrays import as_float32
+from . import _exact
+from ._base import ViewBase, lut_scale, pipeline, resolve_range
+from ._source import Source
+from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
+
+F32 = np.float32
+(IM_N_TILES, IM_COLS, IM_TILE_H, IM_TILE_W, IM_PX_H, IM_PX_W, IM_GAP, IM_W, IM_H, IM_RECT_X,
+ IM_RECT_Y, IM_BASE, IM_DTYPE, IM_BG, IM_NAN, IM_POSINF, IM_NEGINF) = range(17)
+N_PARAMS = 17
+GAP = 1
+
+
+class Images(ViewBase):
+    """A grid of 2-D arrays.
+
+    Parameters
+    ----------
+    data : array-like (tiles, h, w) or (a, b, h, w), optional
+    normalize : "tile" | "shared"
+    value_range : "auto" | "symmetric" | (lo, hi)
+        How a range is found (per tile or shared); a fixed range applies to all tiles.
+    colormap : str
+    """
+
+    def __init__(self, data=None, *, normalize: str = "tile", value_range="auto",
+                 colormap: str = "viridis"):
+        super().__init__()
+        if normalize not in ("tile", "shared"):
+            raise ValueError(f"normalize {normalize!r} is not one of 'tile', 'shared'")
+        resolve_range(np.zeros(1, F32), value_range)
+        self.normalize, self.value_range = normalize, value_range
+        self._lut = colormaps.lut(colormap)
+        self.source = Source(np.zeros((0, 1, 1), F32))
+        if data is not None:
+            self.set_data(data)
+
+    def set_data(self, data) -> None:
+        self.data_version += 1
+        self.set_source(Source(np.ascontiguousarray(as_float32(data, "images data"))))
+
+    def set_source(self, source: Source) -> None:
+        shape = source.shape
+        if len(shape) not in (2, 3, 4):
+            raise ValueError(f"images data has shape {shape}; the images view takes (tiles, h, w) or "
+                             "(a, b, h, w) (or one 2-D array)")
+        h, w = shape[-2:]
+        source.array = source.array.reshape(-1, h, w)
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
+        self._dirty.add("data")
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.source.float32()
+
+    def layout(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """(cols, rows, tile pixel width, tile pixel height) for a panel of this size."""
+        n, th, tw = self.source.shape
+        if n == 0:
+            return 1, 1, 0, 0
+        # the column count that makes the largest square-ish cells
+        best = None
+        for cols in range(1, n + 1):
+            rows = math.ceil(n / cols)
+            pw, ph = (width - GAP * (cols + 1)) // cols, (height - GAP * (rows + 1)) // rows
+            if pw < 1 or ph < 1:
+                continue
+            cell = min(pw / tw, ph / th)
+            if best is None or cell > best[0]:
+                best = (cell, cols, rows, pw, ph)
+        if best is None:
+            return 1, 1, 0, 0
+        _, cols, rows, pw, ph = best
+        # keep the arrays' aspect ratio inside each tile
+        scale = min(pw / tw, ph / th)
+        return cols, rows, max(1, int(tw * scale)), max(1, int(th * scale))
+
+    def norms(self) -> np.ndarray:
+        """(lo, scale) per tile as float32 (host-made, shared by the shader and the twin)."""
+        data = self.data
+        out = np.zeros((max(1, len(data)), 2), F32)
+        if self.normalize == "shared" or not isinstance(self.value_range, str):
+            lo, hi = resolve_range(data, self.value_range)
+            out[:] = (lo, lut_scale(lo, hi))
+        else:
+            for t, tile in enumerate(data):
+                lo, hi = resolve_range(tile, self.value_range)
+                out[t] = (lo, lut_scale(lo, hi))
+        return out
+
+    def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0) -> np.ndarray:
+        n, th, tw = self.source.shape
+        cols, _rows, pw, ph = self.layout(width, height)
+        p = np.zeros(N_PARAMS, np.uint32)
+        p[IM_N_TILES], p[IM_COLS], p[IM_TILE_H], p[IM_TILE_W] = n, cols, th, tw
+        p[IM_PX_H], p[IM_PX_W], p[IM_GAP] = ph, pw, GAP
+        p[IM_W], p[IM_H], p[IM_RECT_X], p[IM_RECT_Y] = width, height, rect_x, rect_y
+        p[IM_BASE], p[IM_DTYPE] = base, dtype
+        p[IM_BG] = _exact.pack_rgba(BACKGROUND)
+        p[IM_NAN] = _exact.pack_rgba(NAN_COLOR)
+        p[IM_POSINF] = _exact.pack_rgba(POSINF_COLOR)
+        p[IM_NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
+        return p
+
+    # -- drawable protocol -------------------------------------------------------------------------
+    def prepare(self) -> None:
+        r = self.rect
+        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
+        _, base, dtype = self._input("data", source)
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self._norms = self.norms()
+        self._upload("norm", self._norms)
+        if "all" in self._dirty or not self._buffers.get("colors"):
+            self._upload("colors", self._lut)
+        self._dirty.clear()
+
+    def record_reads(self, rec) -> None:
+        b = self._buffers
+        self._drop_sets()
+        draw = pipeline(self.device, "images", ["buffer"] * 4 + ["image"]).bind(
+            [b["params"], self._bound["data"], b["norm"], b["colors"], self.target])
+        self._sets = [draw]
+        rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
+
+    def record(self, rec) -> None:
+        self.stale = False
+
+    def finish(self) -> None:
+        cls = _exact.classify(self.data)
+        self.stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
+                      "neginf": int((cls == _exact.NEGINF).sum())}
+
+    # -- the numpy twin --------------------------------------------------------------------------------
+    def reference(self, width: int, height: int) -> np.ndarray:
+        rgba, _ = self.reference_with_stats(width, height)
+        return rgba
+
+    def reference_with_stats(self, width: int, height: int):
+        p = self.params(width, height)
+        data = self.data
+        n, th, tw = data.shape
+        norms = self.norms()
+        cls_all = _exact.classify(data)
+        stats = {"nan": int((cls_all == _exact.NAN).sum()), "posinf": int((cls_all == _exact.POSINF).sum()),
+                 "neginf": int((cls_all == _exact.NEGINF).sum())}
+        out = np.full((height, width), p[IM_BG], np.uint32)
+        pw, ph, cols = int(p[IM_PX_W]), int(p[IM_PX_H]), int(p[IM_COLS])
+        if pw == 0 or ph == 0 or n == 0:
+            return _exact.unpack_rgba(out), stats
+        x = np.arange(width)[None, :]
+        y = np.arange(height)[:, None]
+        col, row = x // (pw + GAP), y // (ph + GAP)
+        xin, yin = x - col * (pw + GAP), y - row * (ph + GAP)
+        t = row * cols + col
+        inside = (col < cols) & (xin >= GAP) & (yin >= GAP) & (t < n)
+        tt = np.where(inside, t, 0)
+        cy = np.where(inside, (np.maximum(yin - GAP, 0) * th) // ph, 0)
+        cx = np.where(inside, (np.maximum(xin - GAP, 0) * tw) // pw, 0)
+        cy, cx = np.broadcast_to(cy, tt.shape), np.broadcast_to(cx, tt.shape)
+        v = data[tt, cy, cx]
+        cls = _exact.classify(v)
+        lo, scale = norms[tt, 0], norms[tt, 1]
+        with np.errstate(all="ignore"):
+            idx = np.empty(v.shape, np.uint32)
+            for t_id in np.unique(tt):  # lut_index takes scalar lo/scale: one call per tile
+                m = tt == t_id
+                idx[m] = _exact.lut_index(_exact.ftz(np.where(cls[m] == 0, v[m], F32(0))),
+                                          lo[m][0], scale[m][0], 255)
+        colour = self._lut[idx]
+        colour = np.where(cls == _exact.NAN, p[IM_NAN], colour)
+        colour = np.where(cls == _exact.POSINF, p[IM_POSINF], colour)
+        colour = np.where(cls == _exact.NEGINF, p[IM_NEGINF], colour)
+        out = np.where(inside, colour, out).astype(np.uint32)
+        return _exact.unpack_rgba(out), stats

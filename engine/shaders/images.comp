@@ -1,0 +1,66 @@
+#version 450
+// Images view: a grid of small 2-D arrays (conv kernels, feature maps). One
+// invocation per panel pixel finds its tile and cell with integer arithmetic
+// (a gap of background pixels before every tile), reads the value in its stored
+// dtype, and colours it with the tile's own (lo, scale) — per-tile or shared
+// normalisation, both made on the host. NaN, +Inf, -Inf get their own colours.
+#extension GL_ARB_gpu_shader_int64 : require
+layout(local_size_x = 16, local_size_y = 16) in;
+#include "common.glsl"
+
+#define IM_N_TILES 0
+#define IM_COLS 1
+#define IM_TILE_H 2
+#define IM_TILE_W 3
+#define IM_PX_H 4
+#define IM_PX_W 5
+#define IM_GAP 6
+#define IM_W 7
+#define IM_H 8
+#define IM_RECT_X 9
+#define IM_RECT_Y 10
+#define IM_BASE 11
+#define IM_DTYPE 12
+#define IM_BG 13
+#define IM_NAN 14
+#define IM_POSINF 15
+#define IM_NEGINF 16
+
+layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std430, binding = 1) readonly buffer Data { uint data[]; };
+layout(std430, binding = 2) readonly buffer Norm { float norm[]; };  // lo, scale per tile
+layout(std430, binding = 3) readonly buffer Colors { uint colors[]; };
+layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
+
+#define INPUT data
+#include "input.glsl"
+
+void main() {
+    uint x = gl_GlobalInvocationID.x;
+    uint y = gl_GlobalInvocationID.y;
+    if (x >= P[IM_W] || y >= P[IM_H]) return;
+    uint c = P[IM_BG];
+    uint pw = P[IM_PX_W];
+    uint ph = P[IM_PX_H];
+    uint gap = P[IM_GAP];
+    if (pw > 0u && ph > 0u) {
+        uint col = x / (pw + gap);
+        uint row = y / (ph + gap);
+        uint xin = x - col * (pw + gap);
+        uint yin = y - row * (ph + gap);
+        uint t = row * P[IM_COLS] + col;
+        if (col < P[IM_COLS] && xin >= gap && yin >= gap && t < P[IM_N_TILES]) {
+            uint th = P[IM_TILE_H];
+            uint tw = P[IM_TILE_W];
+            uint cy = uint((uint64_t(yin - gap) * uint64_t(th)) / uint64_t(ph));
+            uint cx = uint((uint64_t(xin - gap) * uint64_t(tw)) / uint64_t(pw));
+            float v = load_input(P[IM_BASE], P[IM_DTYPE], (t * th + cy) * tw + cx);
+            uint cls = classify(v);
+            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), norm[2u * t], norm[2u * t + 1u], 255u)];
+            else if (cls == CLASS_NAN) c = P[IM_NAN];
+            else if (cls == CLASS_POSINF) c = P[IM_POSINF];
+            else c = P[IM_NEGINF];
+        }
+    }
+    imageStore(target, ivec2(int(P[IM_RECT_X] + x), int(P[IM_RECT_Y] + y)), unpack_rgba(c));
+}
