@@ -1,4 +1,5 @@
-"""Build hook: compile the built-in GLSL shaders to SPIR-V (validated by spirv-val).
+"""Build hook: compile the built-in GLSL shaders to SPIR-V (validated by spirv-val)
+and bake the glyph atlas from a real font (caliper_vk/assets/glyphs.npz).
 
 The compiled modules land in ``engine/shaders/spv/`` and ship in the wheel as
 package data of ``caliper_vk.engine.shaders``; an installed wheel never needs a
@@ -15,13 +16,15 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 
 
-def _shader_module():
-    spec = importlib.util.spec_from_file_location(
-        "_caliper_shader_build", HERE / "engine" / "shaders" / "__init__.py"
-    )
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _shader_module():
+    return _load("_caliper_shader_build", HERE / "engine" / "shaders" / "__init__.py")
 
 
 class BuildPyWithShaders(build_py):
@@ -31,6 +34,9 @@ class BuildPyWithShaders(build_py):
             self.warn("spirv-val not found (apt-get install spirv-tools): shaders built but not validated")
         built = shaders.build_all(shaders.SPV_DIR)
         self.announce(f"compiled {len(built)} shaders to SPIR-V", level=2)
+        glyphs = _load("_caliper_glyphs", HERE / "caliper_vk" / "glyphs.py")
+        glyphs.bake(glyphs.ASSET)
+        self.announce(f"baked the glyph atlas into {glyphs.ASSET.name}", level=2)
         super().run()
 
 

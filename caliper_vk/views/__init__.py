@@ -7,9 +7,10 @@ from .heatmap import Heatmap
 from .histogram import Histogram
 from .images import Images
 from .pointcloud import PointCloud
+from .text import Text
 
 VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve,
-         "confusion": Confusion, "images": Images}
+         "confusion": Confusion, "images": Images, "text": Text}
 
 
 class UnknownViewError(ValueError):
@@ -27,4 +28,4 @@ def make_view(name: str, **options):
 
 
 __all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "Images", "PointCloud",
-           "UnknownViewError", "make_view"]
+           "Text", "UnknownViewError", "make_view"]

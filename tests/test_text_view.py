@@ -1,0 +1,42 @@
+"""The text view: glyphs from a baked font atlas, blended with integers, byte-exact."""
+
+import numpy as np
+import pytest
+
+from caliper_vk import glyphs
+from caliper_vk.views import Text
+from images import assert_view_matches_twin
+
+SAMPLE = ("ROMEO: But soft, what light through yonder window breaks?\n"
+          "It is the east, and Juliet is the sun.")
+
+
+def test_atlas_is_baked_from_a_real_font():
+    atlas, font = glyphs.atlas()
+    assert atlas.shape[0] == 95 and atlas.dtype == np.uint8
+    assert atlas[glyphs.encode("M")[0]].max() == 255  # a solid stroke
+    assert atlas[glyphs.encode(" ")[0]].max() == 0
+    assert font
+
+
+@pytest.mark.parametrize("name, make, size", [
+    ("plain", lambda: Text(SAMPLE), (420, 80)),
+    ("wrapped", lambda: Text(SAMPLE), (150, 200)),
+    ("scrolls-to-newest", lambda: Text("\n".join(f"line {i}" for i in range(40))), (120, 60)),
+    ("non-ascii-becomes-?", lambda: Text("naïve café — ok"), (200, 30)),
+    ("tiny-panel", lambda: Text(SAMPLE), (5, 5)),
+    ("empty", lambda: Text(""), (50, 20)),
+])
+def test_text_matches_twin(name, make, size, artifacts):
+    assert_view_matches_twin(make(), *size, artifacts)
+
+
+def test_samples_with_headers(artifacts):
+    view = Text(max_entries=3)
+    for step in range(5):
+        view.append(f"sample at step {step * 100}: the quick brown fox", header=f"step {step * 100}")
+    assert len(view.entries) == 3
+    assert_view_matches_twin(view, 300, 120, artifacts)
+    grid, _colors, _cols, _rows = view.layout(300, 120)
+    shown = " ".join("".join(chr(g + 32) for g in row if g != 0xFFFFFFFF) for row in grid)
+    assert "sample at step 400" in shown and "step 100" not in shown
