@@ -40,6 +40,11 @@ def attach(tensor, view: str = "pointcloud", **options) -> Panel:
     return session().attach(tensor, view=view, **options)
 
 
+def add(view, name: str | None = None):
+    """Show a host-fed view (e.g. ``Text`` samples) in the default session."""
+    return session().add(view, name=name)
+
+
 def step(step: int | None = None) -> bool:
     """Draw a frame of the default session unless the last is still in flight."""
     if _session is None:

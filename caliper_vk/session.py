@@ -46,6 +46,7 @@ from .views._source import Source
 PATH_ZERO_COPY = "zero-copy"
 PATH_DEVICE_COPY = "on-device copy"
 PATH_STAGING = "host staging"
+PATH_HOST = "host data"
 GAP = 2
 
 
@@ -206,6 +207,41 @@ class Panel:
         self.session._detach(self)
 
 
+class HostPanel:
+    """A view fed from the host (``Session.add``): no tensor, no import, no sync."""
+
+    path = PATH_HOST
+    reason = "fed from the host with set_data / append"
+    semaphore = None
+    error = None
+    producer_writes = 0
+    producer_wait_s = 0.0
+    _writing = False
+
+    def __init__(self, session: Session, name: str, view):
+        self.session, self.name, self.view = session, name, view
+        self._tensor = None
+        self.closed = False
+        self.label = TextStrip([(name, FOREGROUND)], background=LABEL_BACKGROUND, fit=True)
+
+    def _label_segments(self) -> list:
+        return [(self.name, FOREGROUND)]
+
+    def _refresh(self) -> None:
+        pass
+
+    def _begin_read(self) -> tuple:
+        return ()
+
+    @property
+    def status(self) -> str:
+        return f"{self.name}: {self.path}"
+
+    def close(self) -> None:
+        if not self.closed:
+            self.session._detach(self)
+
+
 @dataclass
 class Status:
     """What :func:`caliper_vk.status` reports."""
@@ -230,7 +266,8 @@ class Status:
             plain = []
         for name, path, reason in self.panels:
             if (name, path, reason) not in plain:
-                parts.append(f"{name}: {path}" + ("" if path == PATH_ZERO_COPY else f" ({reason})"))
+                quiet = path in (PATH_ZERO_COPY, PATH_HOST)
+                parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
         parts.append(f"frame <={self.frame_ms:.1f} ms")
         if self.producer_wait_ms >= 0.05:
             parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
@@ -350,13 +387,23 @@ class Session:
         self._layout()
         return panel
 
+    def add(self, view, name: str | None = None) -> HostPanel:
+        """Show a view fed from the host (``Text`` samples, or any view driven by
+        ``set_data``) in this session's layout; returns its panel."""
+        panel = HostPanel(self, name or f"{type(view).__name__.lower()}{len(self.panels)}", view)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
     def _detach(self, panel: Panel) -> None:
         self._wait_idle()
         self.panels.remove(panel)
         panel.closed = True
         panel.view.close()  # closes the source and its import (deferred until the GPU is done)
         panel.label.close()
-        panel.semaphore.close()
+        if panel.semaphore is not None:
+            panel.semaphore.close()
         panel._tensor = None
         self._layout()
 
@@ -443,6 +490,8 @@ class Session:
                     sem.signal(value + 1)
                 self.skipped += 1
                 return False
+            if not pair:  # a host-fed panel: nothing to order
+                continue
             waits.append(pair[0])
             signals.append(pair[1])
             panel.view.data_version = (panel.producer_writes, self.step_count)
@@ -579,7 +628,8 @@ class Session:
             panel.closed = True
             panel.view.close()
             panel.label.close()
-            panel.semaphore.close()
+            if panel.semaphore is not None:
+                panel.semaphore.close()
             panel._tensor = None
         self.panels.clear()
         self.canvas.close()

@@ -40,3 +40,21 @@ def test_samples_with_headers(artifacts):
     grid, _colors, _cols, _rows = view.layout(300, 120)
     shown = " ".join("".join(chr(g + 32) for g in row if g != 0xFFFFFFFF) for row in grid)
     assert "sample at step 400" in shown and "step 100" not in shown
+
+
+def test_session_shows_host_fed_samples_beside_live_tensors():
+    import caliper_vk as cv
+
+    with cv.Session(window=False, size=(400, 200)) as s:
+        t = cv.empty((300, 3))
+        t.normal_()
+        s.attach(t, "pointcloud", name="emb")
+        samples = cv.Text(max_entries=5)
+        panel = s.add(samples, name="samples")
+        assert panel.path == "host data"
+        samples.append("ROMEO: soft!", header="step 100")
+        frame = s.render()
+        assert np.array_equal(frame, s.canvas.reference())
+        assert "samples: host data" in s.status().line()
+        panel.close()
+        assert [p.name for p in s.panels] == ["emb"]
