@@ -130,6 +130,12 @@ class ViewBase:
             self.stale = True
         return buf, 0, source.code
 
+    def _replace_source(self, source) -> None:
+        """Make ``source`` the view's input, closing the old one's import unless shared."""
+        old, self.source = self.source, source
+        if old is not source and old.imported is not None and old.imported is not source.imported:
+            old.close()
+
     def bind(self, device, target, rect) -> None:
         if self.target is not None:
             raise RuntimeError("this view is already on a canvas; make a new view for another panel")
@@ -160,3 +166,29 @@ class ViewBase:
             b.close()
         self._buffers.clear()
         self.device = self.target = None
+
+
+class ArrayView(ViewBase):
+    """A view of one array input (``self.source``) read as float32 values."""
+
+    def _set_source(self, source) -> None:
+        self._replace_source(source)
+        self._range_cache = None
+        self._dirty.add("data")
+
+    @property
+    def data(self) -> np.ndarray:
+        """The values as float32 (decoded exactly as the GPU decodes them)."""
+        return self.source.float32()
+
+
+class RangedView(ArrayView):
+    """An array view whose colours or axis span one value range (``value_range``)."""
+
+    @property
+    def range(self) -> tuple[float, float]:
+        """The (lo, hi) its colours or axes span for the current values (cached per data
+        version; a live source is re-read every frame)."""
+        if self._range_cache is None or self.source.live:
+            self._range_cache = resolve_range(self.data, self.value_range)
+        return self._range_cache

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._arrays import as_float32
 from . import _exact
-from ._base import ViewBase, lut_scale, pipeline, resolve_range
+from ._base import RangedView, lut_scale, pipeline, resolve_range
 from ._source import Source
 
 F32 = np.float32
@@ -42,7 +42,7 @@ def ema(values: np.ndarray, alpha: float) -> np.ndarray:
     return out.astype(F32)
 
 
-class Curve(ViewBase):
+class Curve(RangedView):
     """A trace of values over their index (a step axis).
 
     Parameters
@@ -73,23 +73,6 @@ class Curve(ViewBase):
         """Draw the trace straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
         source.array = source.array.reshape(-1)
         self._set_source(source)
-
-    def _set_source(self, source: Source) -> None:
-        old, self.source = self.source, source
-        if old is not source and old.imported is not None and old.imported is not source.imported:
-            old.close()
-        self._range_cache = None
-        self._dirty.add("data")
-
-    @property
-    def data(self) -> np.ndarray:
-        return self.source.float32()
-
-    @property
-    def range(self) -> tuple[float, float]:
-        if self._range_cache is None or self.source.live:
-            self._range_cache = resolve_range(self.data, self.value_range)
-        return self._range_cache
 
     def _smooth(self) -> np.ndarray:
         if self.smoothing is None:

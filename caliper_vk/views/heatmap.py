@@ -19,7 +19,7 @@ from .. import colormaps
 from .._arrays import as_float32
 from . import _exact
 from ._source import Source
-from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
+from ._base import RangedView, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 (HM_ROWS, HM_COLS, HM_W, HM_H, HM_RECT_X, HM_RECT_Y, HM_N, HM_LO, HM_SCALE, HM_HI,
@@ -34,7 +34,7 @@ POSINF_COLOR = (255, 255, 255, 255)
 NEGINF_COLOR = (0, 255, 255, 255)
 
 
-class Heatmap(ViewBase):
+class Heatmap(RangedView):
     """A 2-D array drawn as a grid of coloured cells.
 
     Parameters
@@ -89,25 +89,6 @@ class Heatmap(ViewBase):
             raise ValueError(f"heatmap data has shape {shape}; the heatmap view takes a 2-D array "
                              "(or 1-D); index or reshape higher-dimensional input")
         self._set_source(source)
-
-    def _set_source(self, source: Source) -> None:
-        old, self.source = self.source, source
-        if old is not source and old.imported is not None and old.imported is not source.imported:
-            old.close()
-        self._range_cache = None
-        self._dirty.add("data")
-
-    @property
-    def data(self) -> np.ndarray:
-        """The values as float32 (decoded exactly as the GPU decodes them)."""
-        return self.source.float32()
-
-    @property
-    def range(self) -> tuple[float, float]:
-        """The (lo, hi) the colormap spans for the current data (cached per data version)."""
-        if self._range_cache is None or self.source.live:
-            self._range_cache = resolve_range(self.data, self.value_range)
-        return self._range_cache
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:

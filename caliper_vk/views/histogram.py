@@ -21,7 +21,7 @@ import numpy as np
 
 from .._arrays import as_float32
 from . import _exact
-from ._base import ViewBase, groups_1d, pipeline, resolve_range
+from ._base import RangedView, groups_1d, pipeline, resolve_range
 from ._source import Source
 
 F32 = np.float32
@@ -37,7 +37,7 @@ BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
 OLD_COLOR = (255, 127, 14, 255)  # tab10 orange: the older steps' edges
 
 
-class Histogram(ViewBase):
+class Histogram(RangedView):
     """A histogram of a tensor's values (any shape; all elements count).
 
     Parameters
@@ -77,23 +77,6 @@ class Histogram(ViewBase):
         """Count values straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
         source.array = source.array.reshape(-1)
         self._set_source(source)
-
-    def _set_source(self, source: Source) -> None:
-        old, self.source = self.source, source
-        if old is not source and old.imported is not None and old.imported is not source.imported:
-            old.close()
-        self._range_cache = None
-        self._dirty.add("data")
-
-    @property
-    def data(self) -> np.ndarray:
-        return self.source.float32()
-
-    @property
-    def range(self) -> tuple[float, float]:
-        if self._range_cache is None or self.source.live:
-            self._range_cache = resolve_range(self.data, self.value_range)
-        return self._range_cache
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0, history: np.ndarray | None = None) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 from .. import colormaps
 from .._arrays import as_float32
 from . import _exact
-from ._base import ViewBase, lut_scale, pipeline, resolve_range
+from ._base import ArrayView, lut_scale, pipeline, resolve_range
 from ._source import Source
 from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
 
@@ -31,7 +31,7 @@ N_PARAMS = 17
 GAP = 1
 
 
-class Images(ViewBase):
+class Images(ArrayView):
     """A grid of 2-D arrays.
 
     Parameters
@@ -66,14 +66,7 @@ class Images(ViewBase):
                              "(a, b, h, w) (or one 2-D array)")
         h, w = shape[-2:]
         source.array = source.array.reshape(-1, h, w)
-        old, self.source = self.source, source
-        if old is not source and old.imported is not None and old.imported is not source.imported:
-            old.close()
-        self._dirty.add("data")
-
-    @property
-    def data(self) -> np.ndarray:
-        return self.source.float32()
+        self._set_source(source)
 
     def layout(self, width: int, height: int) -> tuple[int, int, int, int]:
         """(cols, rows, tile pixel width, tile pixel height) for a panel of this size."""

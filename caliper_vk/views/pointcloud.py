@@ -140,9 +140,7 @@ class PointCloud(ViewBase):
                 raise ValueError(f"values has {self.values.shape[0]} entries for {n} points")
 
     def _set_source(self, source: Source) -> None:
-        old, self.source = self.source, source
-        if old is not source and old.imported is not None and old.imported is not source.imported:
-            old.close()
+        self._replace_source(source)
         self._fit_cache = None
         self._dirty.update(("positions", "labels", "values"))
 
