@@ -181,6 +181,19 @@ class ArrayView(ViewBase):
         """The values as float32 (decoded exactly as the GPU decodes them)."""
         return self.source.float32()
 
+    def _data_binding(self) -> tuple:
+        """Bind (staging if needed) the input; an empty one still needs a buffer for Vulkan."""
+        from ._source import Source
+
+        source = self.source if self.source.nbytes else Source(np.zeros(1, np.float32))
+        return self._input("data", source)
+
+    def _upload_data_and_params(self) -> None:
+        """Bind the input and upload ``self.params(...)`` for the panel rectangle."""
+        r = self.rect
+        _, base, dtype = self._data_binding()
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+
 
 class RangedView(ArrayView):
     """An array view whose colours or axis span one value range (``value_range``)."""

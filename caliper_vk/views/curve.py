@@ -97,13 +97,10 @@ class Curve(RangedView):
 
     # -- drawable protocol ----------------------------------------------------------------------------
     def prepare(self) -> None:
-        r = self.rect
-        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
-        _, base, dtype = self._input("data", source)
-        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self._upload_data_and_params()
         self.smoothed = self._smooth()
         self._upload("smooth", self.smoothed if self.smoothed.size else np.zeros(1, F32))
-        self._buffer("columns", 2 * r.width * 4, host_visible=False)
+        self._buffer("columns", 2 * self.rect.width * 4, host_visible=False)
         self._buffer("stats", 16)
         self._dirty.clear()
 

@@ -107,10 +107,7 @@ class Heatmap(RangedView):
 
     # -- drawable protocol ----------------------------------------------------------------
     def prepare(self) -> None:
-        r = self.rect
-        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
-        _, base, dtype = self._input("data", source)
-        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self._upload_data_and_params()
         if self._dirty:
             self._upload("colors", self._lut)
             self._dirty.clear()

@@ -98,8 +98,7 @@ class Histogram(RangedView):
     # -- drawable protocol --------------------------------------------------------------------------
     def prepare(self) -> None:
         r = self.rect
-        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
-        _, base, dtype = self._input("data", source)
+        _, base, dtype = self._data_binding()
         # an older step enters the overlay once newer data is drawn (not when a frame repeats)
         if self._pending is not None and self._pending[0] != self.data_version:
             self._past.appendleft(self._pending[1])

@@ -119,10 +119,7 @@ class Images(ArrayView):
 
     # -- drawable protocol -------------------------------------------------------------------------
     def prepare(self) -> None:
-        r = self.rect
-        source = self.source if self.source.nbytes else Source(np.zeros(1, F32))
-        _, base, dtype = self._input("data", source)
-        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self._upload_data_and_params()
         self._norms = self.norms()
         self._upload("norm", self._norms)
         if "all" in self._dirty or not self._buffers.get("colors"):
