@@ -17,6 +17,7 @@ device name (``llvmpipe``, ``nvidia``), or one of ``discrete``, ``integrated``,
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -27,6 +28,12 @@ from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEVICE_ENV = "CALIPER_VK_DEVICE"
 VALIDATION_ENV = "CALIPER_VK_VALIDATION"
+# MoltenVK's fast math contracts and reorders float operations, which breaks the byte-exact
+# views; it reads this variable once, when the driver loads, so it is set before any
+# Vulkan call (an explicit value in the environment wins; `caliper doctor` reports it).
+FAST_MATH_ENV = "MVK_CONFIG_FAST_MATH_ENABLED"
+if sys.platform == "darwin":
+    os.environ.setdefault(FAST_MATH_ENV, "0")
 
 _TYPE_NAMES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
@@ -90,6 +97,8 @@ class PhysicalDeviceInfo:
     max_compute_workgroup_count: tuple
     host_pointer_alignment: int
     timestamp_period_ns: float = 1.0
+    driver_uuid: bytes = b""
+    device_luid: bytes | None = None  # Windows: the adapter LUID, when the driver reports one
 
     def has(self, extension: str) -> bool:
         return extension in self.extensions
@@ -130,6 +139,8 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
         max_compute_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         timestamp_period_ns=float(limits.timestampPeriod),
+        driver_uuid=bytes(ffi.buffer(ids.driverUUID)),
+        device_luid=bytes(ffi.buffer(ids.deviceLUID)) if ids.deviceLUIDValid else None,
         host_pointer_alignment=(
             int(host.minImportedHostPointerAlignment) if "VK_EXT_external_memory_host" in exts else 0
         ),
