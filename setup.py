@@ -1,5 +1,6 @@
-"""Build hook: compile the built-in GLSL shaders to SPIR-V (validated by spirv-val)
-and bake the glyph atlas from a real font (caliper_vk/assets/glyphs.npz).
+"""Build hook: compile the built-in GLSL shaders -- compute (``*.comp``) and the
+overlay's vertex/fragment stages (``*.vert``, ``*.frag``) -- to SPIR-V (validated
+by spirv-val) and bake the glyph atlas from a real font (caliper_vk/assets/glyphs.npz).
 
 The compiled modules land in ``engine/shaders/spv/`` and ship in the wheel as
 package data of ``caliper_vk.engine.shaders``; an installed wheel never needs a

@@ -1,12 +1,15 @@
-"""Built-in GLSL compute shaders and the SPIR-V compiler front end.
+"""Built-in GLSL shaders and the SPIR-V compiler front end.
 
-Built-in shaders (``*.comp`` here, with shared ``*.glsl`` includes) are
+Built-in shaders (compute ``*.comp``, and the overlay renderer's vertex and
+fragment stages ``*.vert`` / ``*.frag``, with shared ``*.glsl`` includes) are
 compiled to SPIR-V when the package is built (``setup.py`` runs
 :func:`build_all`, which validates every module with ``spirv-val``) and ship
 in ``spv/`` beside this file. At run time :func:`load` reads them from there.
 In a source checkout whose ``spv/`` is missing or older than the sources,
 :func:`load` compiles on demand into the same folder, so editing a shader and
-re-running a test is enough.
+re-running a test is enough. A module is named by its file stem
+(``load("heatmap")``, ``load("overlay_vs")``), so stems are unique across
+stages; the compiler picks the stage from the suffix.
 
 User shader modules (custom panels) go through :func:`compile_glsl`, cached
 by a hash of the source, defines and compiler version.
@@ -27,6 +30,8 @@ SPV_DIR = HERE / "spv"
 # SPIR-V is rebuilt on load; an installed package only ever reads spv/.
 IN_SOURCE_TREE = (HERE.parent.parent / "pyproject.toml").exists()
 TARGET_ENV = "vulkan1.2"
+# Shader stages by file suffix (glslc and glslangValidator infer the stage from it).
+STAGE_SUFFIXES = (".comp", ".vert", ".frag")
 
 
 class ShaderCompileError(RuntimeError):
@@ -77,7 +82,23 @@ def validate(spv: Path) -> None:
 
 
 def sources() -> list[Path]:
-    return sorted(HERE.glob("*.comp"))
+    """Every built-in shader source (all stages), sorted by name; stems must be unique."""
+    found = sorted(p for suffix in STAGE_SUFFIXES for p in HERE.glob("*" + suffix))
+    stems: dict[str, Path] = {}
+    for src in found:
+        if src.stem in stems:
+            raise ShaderCompileError(f"{stems[src.stem].name} and {src.name} would both build "
+                                     f"{src.stem}.spv; rename one (stems are unique across stages)")
+        stems[src.stem] = src
+    return sorted(found, key=lambda p: p.name)
+
+
+def _source(name: str) -> Path | None:
+    for suffix in STAGE_SUFFIXES:
+        src = HERE / (name + suffix)
+        if src.exists():
+            return src
+    return None
 
 
 def _stale(src: Path, spv: Path) -> bool:
@@ -103,10 +124,10 @@ def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[
 
 
 def load(name: str) -> bytes:
-    """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``)."""
+    """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``, ``"overlay_vs"``)."""
     spv = SPV_DIR / f"{name}.spv"
-    src = HERE / f"{name}.comp"
-    if IN_SOURCE_TREE and src.exists() and _stale(src, spv):
+    src = _source(name)
+    if IN_SOURCE_TREE and src is not None and _stale(src, spv):
         SPV_DIR.mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             tmp_spv = Path(tmp) / spv.name
