@@ -8,9 +8,11 @@ from .histogram import Histogram
 from .images import Images
 from .pointcloud import PointCloud
 from .text import Text
+from .textgrid import TextGrid
 
 VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve,
-         "confusion": Confusion, "images": Images, "text": Text}
+         "confusion": Confusion, "images": Images, "text": Text,
+         "textgrid": TextGrid}
 
 
 class UnknownViewError(ValueError):
@@ -28,4 +30,4 @@ def make_view(name: str, **options):
 
 
 __all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "Images", "PointCloud",
-           "Text", "UnknownViewError", "make_view"]
+           "Text", "TextGrid", "UnknownViewError", "make_view"]
