@@ -175,7 +175,8 @@ class Run:
         return frames[i] if i >= 0 else None
 
     def clipping(self, metric: str = "grad_norm/global", cap: float | None = None) -> dict | None:
-        """How many recorded norms equal the clipping cap, and the minimum norm."""
+        """How many recorded norms equal the clipping cap (within 1e-5 relative: torch's
+        ``clip_grad_norm_`` scales to ``cap / (norm + 1e-6)``) or exceed it, and the minimum norm."""
         s = self.metrics.get(metric)
         cap = cap if cap is not None else (self.config.get("clip") if isinstance(self.config, dict) else None)
         if s is None or cap is None:
@@ -184,7 +185,7 @@ class Run:
         v = v[np.isfinite(v)]
         if not len(v):
             return None
-        at_cap = int(np.sum(np.isclose(v, float(cap), rtol=1e-6, atol=0.0) | (v > cap)))
+        at_cap = int(np.sum(np.isclose(v, float(cap), rtol=1e-5, atol=0.0) | (v > cap)))
         return {"cap": float(cap), "recorded": len(v), "at_cap": at_cap, "fraction": at_cap / len(v),
                 "min": float(v.min())}
 
@@ -468,6 +469,15 @@ def run_from_json(path) -> Run:
     return run_from_doc(doc, path)
 
 
+def _list(doc: dict, key: str, name: str) -> list:
+    v = doc.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise RunFileError(f"{name}.{key}: expected a list, got {type(v).__name__}")
+    return v
+
+
 def run_from_doc(doc, path: Path) -> Run:
     name = path.name
     if not isinstance(doc, dict):
@@ -486,8 +496,7 @@ def run_from_doc(doc, path: Path) -> Run:
         raise RunFileError(f"{name}.status: unknown status {str(status)[:20]!r}")
     run.status = status
     run.ended = doc.get("ended") is True
-    problems = doc.get("problems") or []
-    run.problems.extend(str(p)[:500] for p in problems if isinstance(problems, list))
+    run.problems.extend(str(p)[:500] for p in _list(doc, "problems", name))
     progress = doc.get("progress") or {}
     if not isinstance(progress, dict):
         raise RunFileError(f"{name}.progress: expected an object")
@@ -548,12 +557,12 @@ def run_from_doc(doc, path: Path) -> Run:
                     continue
                 b.add({**f, "t": {"histograms": "hist", "arrays": "array", "confusions": "confusion"}[section],
                        "name": k}, where)
-    for i, s in enumerate(doc.get("snapshots") or []):
+    for i, s in enumerate(_list(doc, "snapshots", name)):
         if isinstance(s, dict):
             b.add({**s, "t": "snapshot"}, f"{name}.snapshots[{i}]")
         else:
             run.problems.append(f"{name}.snapshots[{i}]: expected an object; skipped")
-    for i, e in enumerate(doc.get("epochs") or []):
+    for i, e in enumerate(_list(doc, "epochs", name)):
         if isinstance(e, dict):
             b.add({**e, "t": "epoch"}, f"{name}.epochs[{i}]")
     for frames in (*run.histograms.values(), *run.arrays.values(), *run.confusions.values()):

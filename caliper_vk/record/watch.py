@@ -188,7 +188,7 @@ class Watcher:
         if self.clip is not None:
             values["clip/threshold"] = float(self.clip)
             seen = self._preclip if self._preclip is not None else values["grad_norm/global"]
-            values["clip/hit"] = 1.0 if seen >= self.clip * (1 - 1e-6) else 0.0
+            values["clip/hit"] = 1.0 if seen >= self.clip * (1 - 1e-5) else 0.0
             if self._preclip is not None:
                 values["grad_norm/global_preclip"] = self._preclip
         self._preclip = None
@@ -209,7 +209,7 @@ class Watcher:
                     values[f"weight_norm/{name}"] = w
                     den += w * w
                     if before is not None:
-                        d = float(torch.linalg.vector_norm((p.detach() - before).double()))
+                        d = float(torch.linalg.vector_norm(p.detach().double() - before.double()))
                         values[f"update_ratio/{name}"] = d / max(w, EPS)
                         num += d * d
             values["weight_norm/global"] = den ** 0.5
