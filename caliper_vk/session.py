@@ -1,0 +1,712 @@
+"""Live sessions: tensors attached to panels, drawn every training step.
+
+A :class:`Session` owns a canvas (and optionally a window), the panels
+attached to it, and the frame loop. ``attach`` exports the tensor under the
+v1 contract (:mod:`caliper_vk.exporters`) and gives the view a
+:class:`~caliper_vk.views._source.Source` over the tensor's own memory
+(zero-copy) or over a staging copy (with the reason). ``step`` is the only
+call on the training hot path:
+
+1. if the previous frame is still in flight, it skips drawing and counts the
+   skip — training never waits for the display;
+2. otherwise it collects the finished frame, runs the write/read protocol for
+   every panel, and submits the next frame without waiting for it.
+
+The write/read protocol (docs/contract.md) orders the producer's writes and
+the renderer's reads with one timeline semaphore per attached tensor: the
+producer's write *k* is signalled as ``2k+1`` (``panel.writing()`` on exit, or
+``step()`` on behalf of a loop that writes without it); frame *k* waits for
+``2k+1`` on the GPU, reads, and signals ``2k+2``; ``panel.writing()`` waits for
+``2k+2`` before letting the producer overwrite. On CPU tensors the producer's
+wait is on the host, and the status line says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Mapping
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import exporters
+from .engine import Canvas, Rect, TimelineSemaphore, default_device
+from .engine.external import HostImportError, import_host_pointer
+from .statusbar import FOREGROUND, LABEL_BACKGROUND, StatusBar, TextStrip
+from .statusbar import HEIGHT as STATUS_HEIGHT
+from .views._exact import unpack_rgba
+from .views import make_view
+from .views._source import Source
+
+PATH_ZERO_COPY = "zero-copy"
+PATH_DEVICE_COPY = "on-device copy"
+PATH_STAGING = "host staging"
+PATH_HOST = "host data"
+GAP = 2
+
+
+def _numpy_alias(tensor) -> tuple[np.ndarray, str]:
+    """A numpy array sharing ``tensor``'s memory, and the contract dtype name."""
+    import torch
+
+    dtype = exporters.dtype_name(tensor)
+    if dtype == "bfloat16":
+        return tensor.detach().view(torch.int16).numpy().view(np.uint16), dtype
+    return tensor.detach().numpy(), dtype
+
+
+def _window_size(window) -> tuple[int, int]:
+    import glfw
+
+    return glfw.get_window_size(window.handle)
+
+
+def display_available() -> bool:
+    """True when a window could be opened (an X11 or Wayland display is set)."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+class Panel:
+    """A tensor attached to a view in a session. Made by :meth:`Session.attach`.
+
+    Attributes
+    ----------
+    path : str
+        ``"zero-copy"``, ``"on-device copy"`` or ``"host staging"``.
+    reason : str
+        How the path came about (why, when it is not zero-copy).
+    record : ExternalBuffer
+        The contract record of the tensor.
+    """
+
+    def __init__(self, session: Session, name: str, tensor, view, record, source: Source,
+                 path: str, reason: str, more=()):
+        self.session = session
+        self.name = name
+        self.view = view
+        self.record = record
+        self.source = source
+        self.path = path
+        self.reason = reason
+        self._tensor = tensor  # the storage stays alive while attached (record.owner too)
+        self._fingerprint = exporters.storage_fingerprint(tensor)
+        self._on_host = tensor.device.type == "cpu"
+        # further inputs of a view that reads several tensors: (tensor, fingerprint, on host, source);
+        # one semaphore orders the writes to all of them (panel.writing() wraps any of them)
+        self._more = [(t, exporters.storage_fingerprint(t), t.device.type == "cpu", s) for t, s in more]
+        self.semaphore = TimelineSemaphore(session.device)
+        self._lock = threading.Lock()
+        self._turn = threading.Condition(self._lock)
+        self._writing = False
+        self._want_read = False  # the renderer (on another thread) is waiting for a gap
+        self._writes = 0  # producer writes signalled (value 2k+1 for write k)
+        self._reads = 0  # frames submitted that read this tensor (signal 2k+2 for read k)
+        self.producer_wait_s = 0.0
+        self.producer_writes = 0
+        self.error: str | None = None
+        self.closed = False
+        self.label = TextStrip(self._label_segments(), background=LABEL_BACKGROUND, fit=True)
+
+    def _label_segments(self) -> list:
+        """The panel's corner label: its name, and a legend or the value range."""
+        grey = (150, 150, 158, 255)
+        segments = [(self.name, FOREGROUND)]
+        view = self.view
+        labels = getattr(view, "labels", None)
+        if labels is not None:
+            classes = np.unique(labels[labels != 0xFFFFFFFF])
+            if 0 < len(classes) <= 20:
+                palette = unpack_rgba(view._palette)
+                segments.append(("  ", grey))
+                segments += [(f"{c} ", tuple(int(v) for v in palette[c % len(palette)]))
+                             for c in classes]
+        elif hasattr(view, "range"):
+            lo, hi = view.range
+            segments.append((f"  {lo:.3g} … {hi:.3g}", grey))
+        stats = getattr(view, "stats", {}) or {}
+        bad = stats.get("nonfinite", 0) + stats.get("nan", 0) + stats.get("posinf", 0) \
+            + stats.get("neginf", 0)
+        if bad:
+            segments.append((f"  {bad} NaN/Inf not drawn" if "nonfinite" in stats
+                             else f"  {bad} NaN/Inf", (255, 120, 255, 255)))
+        outside = stats.get("below", 0) + stats.get("above", 0)
+        if outside:
+            segments.append((f"  {outside} outside the range", (255, 190, 70, 255)))
+        if self.error:
+            segments.append((f"  stopped: {self.error}", (255, 90, 90, 255)))
+        return segments
+    # -- the producer's side -----------------------------------------------------------
+    @contextlib.contextmanager
+    def writing(self):
+        """Wrap writes to the attached tensor: waits until no frame is reading it, then
+        marks the new values ready for the next frame.
+
+        >>> with panel.writing():          # doctest: +SKIP
+        ...     emb.copy_(model.embed(x))
+        """
+        if not self.session.sync or self.closed:
+            yield
+            return
+        with self._lock:
+            if self._want_read and threading.get_ident() != self.session._render_thread:
+                # a renderer thread found us mid-write last time: let it book its read
+                # first (bounded, so a renderer that stopped calling step() costs little)
+                self._turn.wait_for(lambda: not self._want_read, timeout=0.05)
+            target = 2 * self._reads  # every submitted read has finished at this value
+            self._writing = True
+        t0 = time.perf_counter()
+        self.semaphore.wait(target)
+        self.producer_wait_s += time.perf_counter() - t0
+        self.producer_writes += 1  # writes through writing(): new values, unlike a redraw
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing = False
+                if self._writes == self._reads:  # the next read has no data signalled yet
+                    self.semaphore.signal(2 * self._writes + 1)
+                    self._writes += 1
+
+    # -- the renderer's side (called by Session.step) ----------------------------------
+    def _begin_read(self) -> tuple | None:
+        """Wait/signal values for this frame's read, or None to skip this frame."""
+        with self._lock:
+            if self.session.sync and self._writing:
+                return None  # the producer is writing: drawing now would tear
+            if self._writes == self._reads:
+                # no new write signalled since the last read: the memory is as it is now
+                self.semaphore.signal(2 * self._writes + 1)
+                self._writes += 1
+            k = self._reads
+            self._reads += 1
+            self._want_read = False
+            self._turn.notify_all()
+            return (self.semaphore, 2 * k + 1), (self.semaphore, 2 * k + 2)
+
+    def _refresh(self) -> None:
+        """Per-frame host work: storage checks, and the copy for non-CPU staging."""
+        exporters.check_unchanged(self._tensor, self._fingerprint, self.name)
+        if not self._on_host:
+            host = self._tensor.detach().to("cpu")
+            self.source.array, _ = _numpy_alias(host)
+        for tensor, fingerprint, on_host, source in self._more:
+            exporters.check_unchanged(tensor, fingerprint, self.name)
+            if not on_host:
+                source.array, _ = _numpy_alias(tensor.detach().to("cpu"))
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return f"{self.name}: stopped ({self.error})"
+        if self.path == PATH_ZERO_COPY:
+            return f"{self.name}: {self.path}"
+        return f"{self.name}: {self.path} ({self.reason})"
+
+    def close(self) -> None:
+        """Detach: the panel leaves the session; its import is freed once the GPU is done."""
+        if self.closed:
+            return
+        self.session._detach(self)
+
+
+class HostPanel:
+    """A view fed from the host (``Session.add``): no tensor, no import, no sync."""
+
+    path = PATH_HOST
+    reason = "fed from the host with set_data / append"
+    semaphore = None
+    error = None
+    producer_writes = 0
+    producer_wait_s = 0.0
+    _writing = False
+
+    def __init__(self, session: Session, name: str, view):
+        self.session, self.name, self.view = session, name, view
+        self._tensor = None
+        self.closed = False
+        self.label = TextStrip([(name, FOREGROUND)], background=LABEL_BACKGROUND, fit=True)
+
+    def _label_segments(self) -> list:
+        if self.error:
+            return [(self.name, FOREGROUND), (f"  stopped: {self.error}", (255, 90, 90, 255))]
+        return [(self.name, FOREGROUND)]
+
+    def _refresh(self) -> None:
+        pass
+
+    def _begin_read(self) -> tuple:
+        return ()
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return f"{self.name}: stopped ({self.error})"
+        return f"{self.name}: {self.path}"
+
+    def close(self) -> None:
+        if not self.closed:
+            self.session._detach(self)
+
+
+@dataclass
+class Status:
+    """What :func:`caliper_vk.status` reports."""
+
+    device: str
+    panels: list = field(default_factory=list)  # (name, path, reason)
+    frames: int = 0
+    skipped: int = 0
+    step: int = 0
+    frame_ms: float = 0.0  # submit → seen complete (an upper bound: completion is seen at a step)
+    window: str = "headless"
+    paused: bool = False
+    message: str = ""
+    producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
+
+    def line(self) -> str:
+        parts = [self.device]
+        plain = [p for p in self.panels if p[1] == PATH_ZERO_COPY]
+        if len(self.panels) > 3 and plain:
+            parts.append(f"{len(plain)} panels: zero-copy")
+        else:
+            plain = []
+        for name, path, reason in self.panels:
+            if (name, path, reason) not in plain:
+                quiet = path in (PATH_ZERO_COPY, PATH_HOST)
+                parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
+        parts.append(f"frame <={self.frame_ms:.1f} ms")
+        if self.producer_wait_ms >= 0.05:
+            parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
+        parts.append(f"step {self.step}")
+        parts.append(f"skipped {self.skipped}")
+        if self.paused:
+            parts.append("PAUSED (space)")
+        if self.message:
+            parts.append(self.message)
+        return " · ".join(parts)
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+class Session:
+    """A set of live panels drawn every training step, in a window or offscreen.
+
+    Parameters
+    ----------
+    window : bool or None
+        ``True`` opens a window (GLFW + Vulkan swapchain), ``False`` renders
+        offscreen, ``None`` picks a window when a display is available.
+    size : (width, height)
+        Window or offscreen canvas size in pixels (the status line takes the bottom 20).
+    out_dir : path, optional
+        Offscreen sessions write PNG frames here every ``save_every`` steps.
+    save_every : int
+        0 writes no frames. On those steps an offscreen session waits for the
+        frame in flight so that each of them gets its frame (a recording, not a
+        live view); a windowed session never waits.
+    sync : bool
+        The write/read protocol (turn off only to see torn frames).
+    title : str
+        The window title.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
+                 sync: bool = True, title: str = "Caliper", device=None):
+        self.sync = sync
+        self.size = (int(size[0]), int(size[1]))
+        self.title = title
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.save_every = int(save_every)
+        self.window = None
+        want_window = display_available() if window is None else bool(window)
+        if want_window:
+            from .engine.window import Window
+
+            self.window = Window(self.size, title, device=device)
+            self.device = self.window.device
+        else:
+            self.device = device or default_device()
+        self.panels: list[Panel] = []
+        self.status_bar = StatusBar()
+        self.canvas: Canvas | None = None
+        self.frames = 0
+        self.skipped = 0
+        self.step_count = 0
+        self.paused = False
+        self.message = ""
+        self.saved: list[Path] = []
+        self._frame_times: list[float] = []
+        self._submit_time = 0.0
+        self._inflight = False
+        self._save_pending: Path | None = None
+        self._render_thread = threading.get_ident()
+        self._status_time = -1.0
+        self._status_message = ""
+        self._layout()
+
+    # -- panels ---------------------------------------------------------------------------
+    def attach(self, tensor, view="pointcloud", name: str | None = None,
+               zero_copy: bool = True, **options) -> Panel:
+        """Draw ``tensor`` with ``view`` from now on; returns the :class:`Panel`.
+
+        The tensor's memory is read in place where possible (zero-copy); keep
+        writing into it in place. ``zero_copy=False`` forces the host staging
+        path (for comparisons and debugging). Non-contiguous views and
+        unsupported dtypes are refused with the fix in the message.
+
+        ``view`` is a view name or a view instance (a ``CustomPanel``);
+        ``tensor`` may be a dict ``{input name: tensor}`` for a view that reads
+        several inputs. A custom panel whose shader fails to build is shown
+        stopped, with the error, and the other panels keep drawing.
+        """
+        view_name = view if isinstance(view, str) else type(view).__name__.lower()
+        name = name or f"{view_name}{len(self.panels)}"
+        named = isinstance(tensor, Mapping)
+        tensors = dict(tensor) if named else {name: tensor}
+        records = {k: exporters.export(t, self.device.info, f"{name}.{k}" if named else name)
+                   for k, t in tensors.items()}
+        extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
+        if not isinstance(view, str):
+            if options or extra:
+                raise TypeError(f"options {sorted({**options, **extra})} apply to views made by name; "
+                                f"configure the {type(view).__name__} instance instead")
+            v = view
+        else:
+            v = make_view(view, **options)
+        if named and not hasattr(v, "set_sources"):
+            raise TypeError(f"the {view_name} view reads one tensor; attach a tensor, not a dict")
+        feeds = {k: self._live_source(tensors[k], records[k], v, zero_copy) for k in tensors}
+        try:
+            if named:
+                v.set_sources({k: f[0] for k, f in feeds.items()})
+            elif view == "pointcloud":
+                v.set_source(feeds[name][0], **extra)
+            elif extra:
+                raise TypeError(f"{', '.join(extra)} only apply to the pointcloud view")
+            else:
+                v.set_source(feeds[name][0])
+        except Exception:
+            for source, _, _ in feeds.values():
+                source.close()
+            if isinstance(view, str):
+                v.close()
+            raise
+        first = next(iter(tensors))
+        _, path, reason = feeds[first]
+        slower = [(k, p, r) for k, (_, p, r) in feeds.items() if p != PATH_ZERO_COPY]
+        if named and slower:  # the panel is as fast as its slowest input
+            path, reason = slower[0][1], "; ".join(f"{k}: {r}" for k, _, r in slower)
+        panel = Panel(self, name, tensors[first], v, records[first], feeds[first][0], path, reason,
+                      more=[(tensors[k], feeds[k][0]) for k in tensors if k != first])
+        panel.error = self._build(v, name)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
+    def _live_source(self, tensor, record, view, zero_copy: bool) -> tuple[Source, str, str]:
+        """A live :class:`Source` over ``tensor`` (imported in place when possible), its path and why."""
+        # a view of the tensor's memory (CPU), or of a host copy refreshed every frame
+        alias, dtype = _numpy_alias(tensor if tensor.device.type == "cpu" else tensor.detach().to("cpu"))
+        path, reason, imported = PATH_STAGING, record.reason, None
+        if not view.gpu_reads_source:
+            reason = view.host_reason  # the view draws a host-computed transform of the tensor
+        elif record.kind == "host-pointer" and not zero_copy:
+            reason = "zero_copy=False was requested"
+        elif record.kind == "host-pointer":
+            try:
+                imported = import_host_pointer(self.device, record.handle, record.nbytes,
+                                               keepalive=record.owner)
+                path = PATH_ZERO_COPY
+            except HostImportError as exc:
+                reason = f"the driver refused the import: {exc}"
+        return Source(alias, dtype, imported=imported, live=True), path, reason
+
+    def _build(self, view, name: str) -> str | None:
+        """Compile a view's own shader now (custom panels). A failure stops only this panel:
+        the error goes to stderr in full and to the status line in one line."""
+        build = getattr(view, "build", None)
+        if build is None:
+            return None
+        from .shader_module import ShaderError
+
+        try:
+            build()
+        except ShaderError as exc:
+            print(f"caliper: panel {name} stopped: {exc}", file=sys.stderr)
+            self.message = f"{name} stopped"
+            return exc.summary
+        return None
+
+    def add(self, view, name: str | None = None) -> HostPanel:
+        """Show a view fed from the host (``Text`` samples, or any view driven by
+        ``set_data``) in this session's layout; returns its panel."""
+        panel = HostPanel(self, name or f"{type(view).__name__.lower()}{len(self.panels)}", view)
+        panel.error = self._build(view, panel.name)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
+    def _detach(self, panel: Panel) -> None:
+        self._wait_idle()
+        self.panels.remove(panel)
+        panel.closed = True
+        panel.view.close()  # closes the source and its import (deferred until the GPU is done)
+        panel.label.close()
+        if panel.semaphore is not None:
+            panel.semaphore.close()
+        panel._tensor = None
+        panel._more = []
+        self._layout()
+
+    def _wait_idle(self) -> None:
+        if self._inflight:
+            self.device.wait()
+            self._collect()
+
+    def _layout(self) -> None:
+        width, height = self.window.framebuffer_size() if self.window else self.size
+        if self.canvas is not None:
+            self.canvas.close(close_panels=False)
+        self.canvas = Canvas(width, height, device=self.device)
+        area_h = height - STATUS_HEIGHT
+        n = len(self.panels)
+        if n and area_h > 2 * GAP:
+            cols = math.ceil(math.sqrt(n * width / max(area_h, 1)))
+            cols = max(1, min(n, cols))
+            rows = math.ceil(n / cols)
+            for i, panel in enumerate(self.panels):
+                r, c = divmod(i, cols)
+                x0 = GAP + (width - GAP) * c // cols
+                x1 = (width - GAP) * (c + 1) // cols
+                y0 = GAP + (area_h - GAP) * r // rows
+                y1 = (area_h - GAP) * (r + 1) // rows
+                panel.slot = Rect(x0, y0, max(1, x1 - x0), max(1, y1 - y0))
+                if not getattr(panel.view, "failed", False):  # a failed one: its label says why
+                    self.canvas.place(panel.view, panel.slot)
+        for panel in self.panels:
+            rect = panel.view.rect or getattr(panel, "slot", None)
+            if rect is not None:
+                self.canvas.place(panel.label, rect)
+        self.canvas.place(self.status_bar, Rect(0, height - STATUS_HEIGHT, width, STATUS_HEIGHT))
+        if self.window:
+            self.window.bind_canvas(self.canvas)
+
+    # -- the frame loop ----------------------------------------------------------------------
+    def step(self, step: int | None = None) -> bool:
+        """Draw a frame unless the previous one is still in flight; never waits for it.
+
+        Returns True when a frame was submitted, False when drawing was skipped
+        (the skip is counted), the session is paused, or the window is gone.
+        """
+        self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.window is not None:
+            if not self.window.alive:
+                return False
+            self._handle(self.window.poll())
+            if not self.window.alive:
+                self._window_closed()
+                return False
+            if self.window.resized:
+                self._wait_idle()
+                self.window.recreate()
+                self._layout()
+        if self._inflight:
+            if self._save_due() and not self.canvas.done():
+                self.device.wait()  # offscreen recording: every Kth step gets its frame
+            if not self.canvas.done():
+                self.skipped += 1
+                return False
+            self._collect()
+        if self.paused:
+            return False
+        self._render_thread = threading.get_ident()
+        if self.sync and any(p._writing for p in self.panels):
+            for p in self.panels:
+                if p._writing:
+                    p._want_read = True
+            self.skipped += 1  # a producer is mid-write: drawing now would tear
+            return False
+        if self.window is not None and not self.window.acquire():
+            self.skipped += 1
+            return False
+        waits, signals = [], []
+        for panel in self.panels:
+            if panel.error:
+                continue
+            try:
+                panel._refresh()
+            except exporters.ContractError as exc:
+                self._stop_panel(panel, str(exc))
+                continue
+            pair = panel._begin_read()
+            if pair is None:  # a write began after the check above
+                for sem, value in waits:  # reads booked but never run: mark them done
+                    sem.signal(value + 1)
+                self.skipped += 1
+                return False
+            if not pair:  # a host-fed panel: nothing to order
+                continue
+            waits.append(pair[0])
+            signals.append(pair[1])
+            panel.view.data_version = (panel.producer_writes, self.step_count)
+        now = time.perf_counter()
+        if now - self._status_time > 0.25 or self.message != self._status_message:
+            # text is drawn on the host: a few times a second is plenty
+            self.status_bar.set_text(self.status().line(), warn=bool(self.message))
+            self._status_time, self._status_message = now, self.message
+            for panel in self.panels:
+                panel.label.set_segments(panel._label_segments())
+        extra = []
+        binary_wait, binary_signal = [], []
+        if self.window is not None:
+            extra = [self.window.present_commands()]
+            acquired, done = self.window.frame_semaphores
+            binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
+        self._submit_time = time.perf_counter()
+        try:
+            self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
+                               extra_signal=binary_signal, readback=self._save_due())
+            if self.window is not None:
+                self.window.present()
+        except Exception as exc:  # a Vulkan error must not stop training
+            self._fault(exc)
+            return False
+        self._inflight = True
+        if self._save_due():
+            self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
+        return True
+
+    def _save_due(self) -> bool:
+        return (self.window is None and self.out_dir is not None and self.save_every > 0
+                and self.step_count % self.save_every == 0)
+
+    def _handle(self, events) -> None:
+        """Mouse and keys: drag rotates and the wheel zooms the point cloud under the
+        cursor; R resets its view, space pauses drawing, S saves a PNG."""
+        for ev in events:
+            target = self._panel_at(ev.x, ev.y)
+            view = target.view if target is not None else None
+            if ev.kind == "drag" and hasattr(view, "set_camera"):
+                yaw, pitch, _ = view.camera
+                view.set_camera(yaw_deg=yaw + 0.4 * ev.dx,
+                                pitch_deg=max(-90.0, min(90.0, pitch + 0.4 * ev.dy)))
+            elif ev.kind == "scroll" and hasattr(view, "set_camera"):
+                view.set_camera(zoom=max(0.05, min(50.0, view.camera[2] * 1.1 ** ev.dy)))
+            elif ev.kind == "key" and ev.key == "r" and hasattr(view, "reset_camera"):
+                view.reset_camera()
+            elif ev.kind == "key" and ev.key == "space":
+                self.paused = not self.paused
+                self.status_bar.set_text(self.status().line())
+            elif ev.kind == "key" and ev.key == "s":
+                folder = self.out_dir or Path.cwd()
+                path = self.save_png(folder / f"caliper_{time.strftime('%Y%m%d_%H%M%S')}.png")
+                self.message = f"saved {path}"
+                print(f"caliper: saved {path}", file=sys.stderr)
+
+    def _panel_at(self, x: float, y: float) -> Panel | None:
+        if self.window is not None:
+            ww, wh = _window_size(self.window)
+            fw, fh = self.window.framebuffer_size()
+            x, y = x * fw / max(ww, 1), y * fh / max(wh, 1)
+        for p in self.panels:
+            r = p.view.rect
+            if r is not None and r.x <= x < r.x + r.width and r.y <= y < r.y + r.height:
+                return p
+        return self.panels[0] if len(self.panels) == 1 else None
+
+    def _collect(self) -> None:
+        self.canvas.finish()
+        self._inflight = False
+        self.frames += 1
+        self._frame_times.append(time.perf_counter() - self._submit_time)
+        del self._frame_times[:-30]
+        if self._save_pending is not None:
+            path, self._save_pending = self._save_pending, None
+            self.canvas.save_png(path, self.canvas.pixels())
+            self.saved.append(path)
+
+    def _stop_panel(self, panel: Panel, why: str) -> None:
+        panel.error = why
+        self.message = f"{panel.name} stopped"
+        print(f"caliper: {why}", file=sys.stderr)
+
+    def _fault(self, exc: Exception) -> None:
+        self.message = f"renderer error: {type(exc).__name__}"
+        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
+              "drawing stops", file=sys.stderr)
+        self.paused = True
+
+    def _window_closed(self) -> None:
+        print("caliper: the window was closed; training continues without drawing",
+              file=sys.stderr)
+        self._wait_idle()
+
+    # -- reporting ---------------------------------------------------------------------------
+    def status(self) -> Status:
+        info = self.device.info
+        times = self._frame_times
+        return Status(
+            device=f"{info.name} ({info.kind})",
+            panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason)
+                    for p in self.panels],
+            frames=self.frames, skipped=self.skipped, step=self.step_count,
+            frame_ms=1000 * float(np.median(times)) if times else 0.0,
+            window=("window" if self.window and self.window.alive else
+                    "window closed" if self.window else "headless"),
+            paused=self.paused, message=self.message,
+            producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
+            / max(1, sum(p.producer_writes for p in self.panels)))
+
+    def flush(self) -> np.ndarray:
+        """Wait for the frame in flight (if any) and return the last frame's pixels."""
+        self._wait_idle()
+        if self.canvas.read_back_serial is None:
+            return self.canvas.read_back()
+        return self.canvas.pixels()
+
+    def render(self) -> np.ndarray:
+        """Draw one frame now and wait for it (tests, screenshots, `S`)."""
+        self._wait_idle()
+        if not self.step(self.step_count):
+            raise RuntimeError("could not draw a frame (paused, window closed, or a producer mid-write)")
+        return self.flush()
+
+    def save_png(self, path) -> Path:
+        return self.canvas.save_png(path, self.flush())
+
+    def close(self) -> None:
+        if self.canvas is None:
+            return
+        self._wait_idle()
+        for panel in list(self.panels):
+            panel.closed = True
+            panel.view.close()
+            panel.label.close()
+            if panel.semaphore is not None:
+                panel.semaphore.close()
+            panel._tensor = None
+            panel._more = []
+        self.panels.clear()
+        self.canvas.close()
+        self.canvas = None
+        if self.window is not None:
+            self.window.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
