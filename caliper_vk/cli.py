@@ -146,14 +146,30 @@ def cmd_render(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    steps = args.steps
     if args.name == "digits":
         from .demos import digits
 
-        width, height = _size(args.size)
-        summary = digits.run(out_dir=args.out or "out/digits", steps=args.steps, every=args.every,
-                             width=width, height=height, window=False if args.headless else None)
+        if args.text or args.sample_every is not None:
+            raise UserError("--text and --sample-every are options of the gpt demo")
+        width, height = _size(args.size or "1000x720")
+        summary = digits.run(out_dir=args.out or "out/digits", steps=600 if steps is None else steps,
+                             every=args.every, width=width, height=height,
+                             window=False if args.headless else None)
         return 130 if summary["interrupted"] else 0
-    raise UserError(f"unknown demo {args.name!r}; available: digits")
+    if args.name == "gpt":
+        from .demos import gpt, shakespeare
+
+        width, height = _size(args.size or "1200x860")
+        try:
+            summary = gpt.run(out_dir=args.out or "out/gpt", steps=1500 if steps is None else steps,
+                              every=args.every, width=width, height=height, text_path=args.text,
+                              sample_every=100 if args.sample_every is None else args.sample_every,
+                              window=False if args.headless else None)
+        except shakespeare.TextUnavailableError as exc:
+            raise UserError(str(exc)) from None
+        return 130 if summary["interrupted"] else 0
+    raise UserError(f"unknown demo {args.name!r}; available: digits, gpt")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,13 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")
-    p.add_argument("name", help="digits")
+    p.add_argument("name", help="digits or gpt")
     p.add_argument("--out", help="output folder (default out/NAME)")
-    p.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
+    p.add_argument("--steps", type=int, help="optimizer steps (default: digits 600, gpt 1500)")
     p.add_argument("--every", type=int, default=5,
                    help="offscreen: write a frame every N steps (default 5)")
-    p.add_argument("--size", default="1000x720", help="window or frame size WIDTHxHEIGHT")
+    p.add_argument("--size", help="window or frame size WIDTHxHEIGHT (default: digits 1000x720, "
+                   "gpt 1200x860)")
     p.add_argument("--headless", action="store_true", help="render offscreen even with a display")
+    p.add_argument("--text", help="gpt: train on this text file instead of Shakespeare's plays")
+    p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)
     return parser
 
