@@ -40,12 +40,34 @@ PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KH
 
 @dataclass
 class Event:
-    kind: str  # "drag", "scroll", "key", "press"
+    """One input event, in window coordinates (not framebuffer pixels).
+
+    ``kind`` is one of:
+
+    ``"drag"``      left button held while moving (``dx``, ``dy``: the motion);
+    ``"scroll"``    wheel or touchpad (``dx``, ``dy``: the offsets);
+    ``"key"``       a key went down (``key``: its lowercase name or ``"space"``,
+                    ``"escape"``, else ``""``; ``code``: the GLFW key code; ``mods``);
+    ``"key_up"``    a key went up (same fields);
+    ``"move"``      the cursor moved (every motion, dragging or not);
+    ``"button"``    a mouse button went down or up (``button``: 0 left, 1 right,
+                    2 middle, ...; ``down``; ``mods``);
+    ``"char"``      text input (``text``: one character, after keyboard layout).
+
+    ``mods`` is GLFW's modifier bit set (shift 1, control 2, alt 4, super 8).
+    """
+
+    kind: str
     x: float = 0.0
     y: float = 0.0
     dx: float = 0.0
     dy: float = 0.0
     key: str = ""
+    code: int = -1
+    button: int = -1
+    down: bool = True
+    mods: int = 0
+    text: str = ""
 
 
 class BinarySemaphore:
@@ -64,6 +86,11 @@ def _glfw():
     import glfw
 
     return glfw
+
+
+# Open windows in this process. GLFW is terminated when the last one closes, so that the
+# next window connects to the display named then (DISPLAY may have changed, e.g. under Xvfb).
+_open_windows = 0
 
 
 class Window:
@@ -90,6 +117,8 @@ class Window:
         self.handle = glfw.create_window(int(size[0]), int(size[1]), title, None, None)
         if not self.handle:
             raise NoDeviceError("GLFW could not create a window")
+        global _open_windows
+        _open_windows += 1
         self._own_device = device is None
         if device is None:
             exts = list(glfw.get_required_instance_extensions())
@@ -204,7 +233,13 @@ class Window:
             self.bind_canvas(self.canvas)
 
     def bind_canvas(self, canvas) -> None:
-        """Record the per-image presentation commands for ``canvas``."""
+        """Record the per-image presentation commands for ``canvas``.
+
+        ``canvas`` is anything with ``width``, ``height`` and an ``image`` that
+        binds as an ``rgba8ui`` storage image and is in ``GENERAL`` layout
+        whenever a frame is submitted: a :class:`~.canvas.Canvas` or an
+        :class:`~.overlay.Overlay`. Bind again after it is resized or replaced.
+        """
         self.device.wait()
         for r in self._recorders:
             r.close()
@@ -276,12 +311,17 @@ class Window:
     # -- input ------------------------------------------------------------------------------------
     def _install_callbacks(self) -> None:
         glfw = _glfw()
+        names = {glfw.KEY_SPACE: "space", glfw.KEY_ESCAPE: "escape"}
 
         def on_button(win, button, action, mods):
+            x, y = glfw.get_cursor_pos(win)
+            self.events.append(Event("button", x=x, y=y, button=button, down=action == glfw.PRESS,
+                                     mods=mods))
             if button == glfw.MOUSE_BUTTON_LEFT:
-                self._drag = glfw.get_cursor_pos(win) if action == glfw.PRESS else None
+                self._drag = (x, y) if action == glfw.PRESS else None
 
         def on_cursor(win, x, y):
+            self.events.append(Event("move", x=x, y=y))
             if self._drag is not None:
                 px, py = self._drag
                 self.events.append(Event("drag", x=x, y=y, dx=x - px, dy=y - py))
@@ -289,24 +329,34 @@ class Window:
 
         def on_scroll(win, dx, dy):
             x, y = glfw.get_cursor_pos(win)
-            self.events.append(Event("scroll", x=x, y=y, dy=dy))
+            self.events.append(Event("scroll", x=x, y=y, dx=dx, dy=dy))
 
         def on_key(win, key, scancode, action, mods):
-            if action == glfw.PRESS:
-                name = glfw.get_key_name(key, scancode) or {glfw.KEY_SPACE: "space",
-                                                            glfw.KEY_ESCAPE: "escape"}.get(key, "")
+            if action in (glfw.PRESS, glfw.RELEASE):
+                name = glfw.get_key_name(key, scancode) or names.get(key, "")
                 x, y = glfw.get_cursor_pos(win)
-                self.events.append(Event("key", x=x, y=y, key=name.lower()))
+                self.events.append(Event("key" if action == glfw.PRESS else "key_up", x=x, y=y,
+                                         key=name.lower(), code=key, mods=mods))
+
+        def on_char(win, codepoint):
+            self.events.append(Event("char", text=chr(codepoint)))
 
         def on_size(win, w, h):
             self.resized = True
 
-        self._callbacks = (on_button, on_cursor, on_scroll, on_key, on_size)  # keep them alive
+        self._callbacks = (on_button, on_cursor, on_scroll, on_key, on_char, on_size)  # keep them alive
         glfw.set_mouse_button_callback(self.handle, on_button)
         glfw.set_cursor_pos_callback(self.handle, on_cursor)
         glfw.set_scroll_callback(self.handle, on_scroll)
         glfw.set_key_callback(self.handle, on_key)
+        glfw.set_char_callback(self.handle, on_char)
         glfw.set_framebuffer_size_callback(self.handle, on_size)
+
+    def scale(self) -> tuple[float, float]:
+        """Framebuffer pixels per window unit (2.0 on a Retina display, else usually 1.0)."""
+        ww, wh = _glfw().get_window_size(self.handle)
+        fw, fh = self.framebuffer_size()
+        return fw / max(ww, 1), fh / max(wh, 1)
 
     def poll(self) -> list[Event]:
         """Pump window events; returns (and clears) the input events since the last poll."""
@@ -337,6 +387,10 @@ class Window:
         if self._own_device:
             self.device.close()
             self.device.instance.close()
+        global _open_windows
+        _open_windows -= 1
+        if _open_windows == 0:
+            _glfw().terminate()
 
 
 def _layers():

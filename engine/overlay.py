@@ -1,0 +1,478 @@
+"""Overlay: an RGBA8 target that draws indexed, textured, alpha-blended 2-D triangle lists.
+
+This is the renderer for UI chrome -- Dear ImGui windows, ImPlot axes and
+legends -- drawn by the fixed-function pipeline of :mod:`.graphics`, outside
+the byte-exact contract of the compute views. It knows nothing of imgui: it
+takes :class:`DrawList`\\ s (vertex bytes in :data:`VERTEX_DTYPE` layout,
+16- or 32-bit indices, and :class:`DrawCommand`\\ s naming a
+:class:`~.texture.Texture`, a clip rectangle and an index range), which is
+exactly the shape of Dear ImGui's ``ImDrawData``.
+
+A frame has two steps:
+
+:meth:`Overlay.draw`
+    copies the geometry into one of two host-visible vertex/index buffer pairs
+    (frames alternate between them, so the CPU fills one while the GPU may
+    still read the other) and records that pair's command buffer: the copies
+    of linked textures, then one render pass that clears the target and issues
+    one ``vkCmdDrawIndexed`` per command under its scissor rectangle.
+:meth:`Overlay.submit`
+    submits it (never waits for it), preceded by one transfer command buffer
+    with every upload queued on the textures it draws
+    (:func:`~.texture.record_uploads`) and followed, when asked, by a copy to
+    a host-cached readback buffer and by ``extra`` command buffers (a window's
+    presentation). Submitting again without drawing shows the same frame.
+
+The target (:attr:`Overlay.image`) is an ``R8G8B8A8_UNORM`` colour attachment
+created with ``MUTABLE_FORMAT`` and a second, ``R8G8B8A8_UINT`` view: after
+the render pass it is in ``GENERAL`` layout and looks like a canvas's storage
+image, so :meth:`~.window.Window.bind_canvas` presents an overlay exactly as
+it presents a :class:`~.canvas.Canvas` (``image``, ``width``, ``height``),
+and a texture can :meth:`~.texture.Texture.link` it.
+
+Coordinates: vertices and clip rectangles are in *display units*; ``display``
+``(x, y, width, height)`` (default: the target's pixels) is mapped onto the
+whole target, so a HiDPI framebuffer scale is ``target size / display size``.
+Scissors follow Dear ImGui's reference backends: clip corners scaled,
+clamped to the target, truncated to integers; empty ones are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import vulkan as vk
+
+from ._vk import ffi, new
+from .canvas import default_device
+from .commands import Recorder
+from .device import Device
+from .graphics import TARGET_FORMAT, VERTEX_DTYPE, overlay_pipeline
+from .image import RGBA8_UINT, subresource_range
+from .memory import DEVICE_LOCAL, Buffer
+from .texture import Texture, record_links, record_uploads
+
+__all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay"]
+
+_VERTEX_USAGE = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
+_INDEX_USAGE = vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT
+_INDEX_TYPES = {2: vk.VK_INDEX_TYPE_UINT16, 4: vk.VK_INDEX_TYPE_UINT32}
+
+
+@dataclass(frozen=True)
+class DrawCommand:
+    """One indexed draw: ``index_count`` indices from ``index_offset`` of its list.
+
+    ``clip`` is ``(x0, y0, x1, y1)`` in display units; ``vertex_offset`` is
+    added to every index (Dear ImGui's ``VtxOffset``).
+    """
+
+    texture: Texture
+    clip: tuple[float, float, float, float]
+    index_offset: int
+    index_count: int
+    vertex_offset: int = 0
+
+
+@dataclass(frozen=True)
+class DrawList:
+    """Geometry for :meth:`Overlay.draw`: any buffer-protocol objects (numpy, bytes, ctypes).
+
+    ``vertices`` holds records in :data:`VERTEX_DTYPE` layout (20 bytes each:
+    float32 x, y, u, v, then R, G, B, A bytes, straight alpha); ``indices``
+    holds uint16 or uint32 values (the frame's ``index_size``). Both are copied
+    by :meth:`Overlay.draw`, so they may be reused afterwards.
+    """
+
+    vertices: object
+    indices: object
+    commands: Sequence[DrawCommand]
+
+
+class _Slot:
+    """One frame's recording and the vertex/index buffers it reads."""
+
+    def __init__(self, device: Device):
+        self.recorder = Recorder(device)
+        self.vertices: Buffer | None = None
+        self.indices: Buffer | None = None
+        self.serial: int | None = None
+        self.textures: tuple = ()
+
+    def close(self) -> None:
+        self.recorder.close()
+        for b in (self.vertices, self.indices):
+            if b is not None:
+                b.close()
+        self.vertices = self.indices = None
+        self.textures = ()
+
+
+class OverlayTarget:
+    """The overlay's colour attachment, also viewable as an ``R8G8B8A8_UINT`` storage image.
+
+    Attributes used by the rest of the engine, as on a
+    :class:`~.image.StorageImage`: ``handle``, ``view`` (the ``UINT`` view),
+    ``width``, ``height``, ``layout``. Owned by its :class:`Overlay`.
+    """
+
+    def __init__(self, device: Device, render_pass, width: int, height: int):
+        self.device = device
+        self.width, self.height = int(width), int(height)
+        self.format = TARGET_FORMAT
+        dev = device.handle
+        self.handle = vk.vkCreateImage(dev, new(
+            "VkImageCreateInfo", flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT,
+            imageType=vk.VK_IMAGE_TYPE_2D, format=TARGET_FORMAT,
+            extent=new("VkExtent3D", width=self.width, height=self.height, depth=1), mipLevels=1,
+            arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
+            usage=vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT
+            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED), None)
+        req = vk.vkGetImageMemoryRequirements(dev, self.handle)
+        self.memory = vk.vkAllocateMemory(dev, new(
+            "VkMemoryAllocateInfo", allocationSize=req.size,
+            memoryTypeIndex=device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)), None)
+        vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
+        self._allocated = int(req.size)
+        device.account(self._allocated)
+
+        def view(fmt):
+            return vk.vkCreateImageView(dev, new(
+                "VkImageViewCreateInfo", image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt,
+                subresourceRange=subresource_range()), None)
+
+        self.attachment_view = view(TARGET_FORMAT)
+        self.view = view(RGBA8_UINT)
+        self.framebuffer = vk.vkCreateFramebuffer(dev, new(
+            "VkFramebufferCreateInfo", renderPass=render_pass, attachmentCount=1,
+            pAttachments=[self.attachment_view], width=self.width, height=self.height, layers=1), None)
+        self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
+
+    def close(self) -> None:
+        if getattr(self, "handle", None) is None:
+            return
+        objects = (self.handle, self.memory, self.attachment_view, self.view, self.framebuffer)
+        self.handle = self.memory = self.view = self.attachment_view = self.framebuffer = None
+        dev, device, size = self.device.handle, self.device, self._allocated
+
+        def destroy():
+            handle, memory, attachment_view, view, framebuffer = objects
+            vk.vkDestroyFramebuffer(dev, framebuffer, None)
+            vk.vkDestroyImageView(dev, view, None)
+            vk.vkDestroyImageView(dev, attachment_view, None)
+            vk.vkDestroyImage(dev, handle, None)
+            vk.vkFreeMemory(dev, memory, None)
+            device.account(-size)
+
+        self.device.retire(destroy)
+
+
+class Overlay:
+    """An offscreen RGBA8 target of ``width x height`` pixels for 2-D triangle lists. States: live → closed.
+
+    Parameters
+    ----------
+    width, height : int
+        Pixels, 1..16384.
+    device : Device, optional
+        Borrowed; defaults to :func:`~.canvas.default_device`. A window's
+        device when the overlay is shown in that window.
+    clear : (r, g, b, a)
+        The background, 0..255 per channel; :meth:`draw` can override it per frame.
+
+    Examples
+    --------
+    >>> with Overlay(64, 32) as ov, Texture(ov.device, 1, 1, pixels=white) as t:   # doctest: +SKIP
+    ...     quad = np.zeros(4, VERTEX_DTYPE)
+    ...     quad["position"] = [(8, 8), (24, 8), (24, 24), (8, 24)]
+    ...     quad["color"] = (255, 0, 0, 255)
+    ...     idx = np.array([0, 1, 2, 0, 2, 3], np.uint32)
+    ...     ov.draw([DrawList(quad, idx, [DrawCommand(t, (0, 0, 64, 32), 0, 6)])])
+    ...     rgba = ov.render()                                    # (32, 64, 4) uint8
+    """
+
+    def __init__(self, width: int, height: int, device: Device | None = None, clear=(0, 0, 0, 255)):
+        self.device = device or default_device()
+        self.pipeline = overlay_pipeline(self.device)
+        self.clear = _color(clear)
+        self.width = self.height = 0
+        self.image: OverlayTarget | None = None
+        self._slots = [_Slot(self.device), _Slot(self.device)]
+        self._next = 0
+        self._current: _Slot | None = None
+        self._serial: int | None = None
+        self.read_back_serial: int | None = None
+        self._readback: Buffer | None = None
+        self._readback_recorder = Recorder(self.device)
+        self._scissor = new("VkRect2D")
+        self.resize(width, height)
+
+    # -- target ------------------------------------------------------------------------------
+    def resize(self, width: int, height: int) -> None:
+        """Make a new target of ``width x height`` (waits for the GPU); draw again afterwards.
+
+        A window showing the overlay must ``bind_canvas`` it again (its target image changed).
+        """
+        width, height = int(width), int(height)
+        if not (1 <= width <= 16384 and 1 <= height <= 16384):
+            raise ValueError(f"overlay size must be 1..16384 px per side, got {width}x{height}")
+        if self.image is not None:
+            self.device.wait()
+            self.image.close()
+            self._readback.close()
+        self.width, self.height = width, height
+        self.image = OverlayTarget(self.device, self.pipeline.render_pass, width, height)
+        self._readback = Buffer(self.device, width * height * 4, readback=True)
+        rec = self._readback_recorder.begin()
+        rec.copy_image_to_buffer(self.image, self._readback)  # the render pass made the writes visible
+        rec.host_barrier()
+        rec.end()
+        self._current = None
+        self.read_back_serial = None
+
+    # -- frames ------------------------------------------------------------------------------
+    def draw(self, lists: Sequence[DrawList], display=None, clear=None, index_size: int = 4) -> None:
+        """Copy ``lists`` and record the next frame (shown by the next :meth:`submit`).
+
+        Parameters
+        ----------
+        lists : sequence of DrawList
+            Drawn in order, each command in order (later ones on top).
+        display : (x, y, width, height), optional
+            The rectangle of display units mapped onto the whole target;
+            default ``(0, 0, width, height)``.
+        clear : (r, g, b, a), optional
+            This frame's background (default: the overlay's ``clear``).
+        index_size : {2, 4}
+            Bytes per index in every list.
+        """
+        self._check_live()
+        if index_size not in _INDEX_TYPES:
+            raise ValueError(f"index_size must be 2 or 4 (bytes per index), got {index_size}")
+        ox, oy, dw, dh = (0.0, 0.0, float(self.width), float(self.height)) if display is None \
+            else (float(v) for v in display)
+        if not (dw > 0 and dh > 0):
+            raise ValueError(f"the display rectangle must have a positive size, got {display}")
+        geometry = [(_bytes(d.vertices, "vertices", VERTEX_DTYPE.itemsize),
+                     _bytes(d.indices, "indices", index_size)) for d in lists]
+        slot = self._slots[self._next]
+        if slot.serial is not None:
+            self.device.wait(slot.serial)  # its buffers and command buffer may still be in use
+        v_total = sum(v.size for v, _ in geometry)
+        i_total = sum(i.size for _, i in geometry)
+        slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
+        slot.indices = _ensure(self.device, slot.indices, i_total, _INDEX_USAGE)
+        v_at = i_at = 0
+        for v, i in geometry:
+            slot.vertices.write(v, v_at)
+            slot.indices.write(i, i_at)
+            v_at, i_at = v_at + v.size, i_at + i.size
+        textures: dict[int, Texture] = {}
+        for n, d in enumerate(lists):
+            for c in d.commands:
+                if not isinstance(c.texture, Texture) or c.texture.handle is None:
+                    raise ValueError(f"draw list {n} uses {c.texture!r}: not a live Texture "
+                                     "(closed, or never made)")
+                if c.texture.device is not self.device:
+                    raise ValueError(f"texture {c.texture.id} belongs to another device")
+                textures[c.texture.id] = c.texture
+        rec = slot.recorder.begin()
+        record_links(rec, textures.values())
+        self._begin_pass(rec, self.clear if clear is None else _color(clear))
+        if v_total and i_total:
+            vk.vkCmdBindVertexBuffers(rec.handle, 0, 1, [slot.vertices.handle], [0])
+            vk.vkCmdBindIndexBuffer(rec.handle, slot.indices.handle, 0, _INDEX_TYPES[index_size])
+            sx, sy = 2.0 / dw, 2.0 / dh
+            push = ffi.new("float[4]", [sx, sy, -1.0 - ox * sx, -1.0 - oy * sy])
+            vk.vkCmdPushConstants(rec.handle, self.pipeline.layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, 16,
+                                  push)
+            self._record_commands(rec, lists, geometry, (ox, oy, self.width / dw, self.height / dh),
+                                  index_size)
+        vk.vkCmdEndRenderPass(rec.handle)
+        rec.end()
+        self.image.layout = vk.VK_IMAGE_LAYOUT_GENERAL
+        slot.textures = tuple(textures.values())
+        slot.serial = None
+        self._current = slot
+        self._next = 1 - self._next
+
+    def _begin_pass(self, rec: Recorder, clear) -> None:
+        clear_value = ffi.new("VkClearValue[1]")
+        for i, c in enumerate(clear):
+            clear_value[0].color.float32[i] = c / 255.0
+        area = new("VkRect2D", offset=new("VkOffset2D", x=0, y=0),
+                   extent=new("VkExtent2D", width=self.width, height=self.height))
+        info = new("VkRenderPassBeginInfo", renderPass=self.pipeline.render_pass,
+                   framebuffer=self.image.framebuffer, renderArea=area, clearValueCount=1,
+                   pClearValues=clear_value)
+        vk.vkCmdBeginRenderPass(rec.handle, info, vk.VK_SUBPASS_CONTENTS_INLINE)
+        viewport = new("VkViewport", x=0.0, y=0.0, width=float(self.width), height=float(self.height),
+                       minDepth=0.0, maxDepth=1.0)
+        vk.vkCmdSetViewport(rec.handle, 0, 1, viewport)
+        vk.vkCmdBindPipeline(rec.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.pipeline.handle)
+
+    def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int) -> None:
+        ox, oy, fx, fy = transform
+        w, h = self.width, self.height
+        scissor, cb, layout = self._scissor, rec.handle, self.pipeline.layout
+        bound = None
+        v_base = i_base = 0
+        for d, (v, i) in zip(lists, geometry, strict=True):
+            n_vertices, n_indices = v.size // VERTEX_DTYPE.itemsize, i.size // index_size
+            for c in d.commands:
+                if c.index_count <= 0:
+                    continue
+                if c.index_offset < 0 or c.index_offset + c.index_count > n_indices:
+                    raise ValueError(f"a draw command reads indices {c.index_offset}.."
+                                     f"{c.index_offset + c.index_count} of a list holding {n_indices}")
+                if not 0 <= c.vertex_offset < max(n_vertices, 1):
+                    raise ValueError(f"vertex_offset {c.vertex_offset} is outside a list of {n_vertices} "
+                                     "vertices")
+                x0, y0 = max((c.clip[0] - ox) * fx, 0.0), max((c.clip[1] - oy) * fy, 0.0)
+                x1, y1 = min((c.clip[2] - ox) * fx, w), min((c.clip[3] - oy) * fy, h)
+                if x1 <= x0 or y1 <= y0:
+                    continue
+                if bound is not c.texture:
+                    vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, layout, 0, 1,
+                                               [c.texture.descriptor_set], 0, None)
+                    bound = c.texture
+                scissor.offset.x, scissor.offset.y = int(x0), int(y0)
+                scissor.extent.width, scissor.extent.height = int(x1 - x0), int(y1 - y0)
+                vk.vkCmdSetScissor(cb, 0, 1, scissor)
+                vk.vkCmdDrawIndexed(cb, c.index_count, 1, i_base + c.index_offset,
+                                    v_base + c.vertex_offset, 0)
+            v_base += n_vertices
+            i_base += n_indices
+
+    def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),
+               readback: bool = True) -> int:
+        """Submit the last drawn frame (a cleared one if nothing was drawn); returns its serial.
+
+        Same signature as :meth:`Canvas.submit` so a session can drive either;
+        the overlay makes one submission, which waits on ``wait`` and
+        ``extra_wait`` and signals ``signal`` and ``extra_signal``. ``extra``
+        command buffers (a window's presentation) run after the frame.
+        ``readback=False`` skips the copy to host memory. Never waits for the
+        GPU unless this same frame is still executing from an earlier submit.
+        """
+        self._check_live()
+        if self._current is None:
+            self.draw([])
+        slot = self._current
+        for t in slot.textures:
+            if t.handle is None:
+                raise ValueError(f"texture {t.id} was closed after draw(); draw the frame again")
+        if slot.serial is not None:
+            self.device.wait(slot.serial)  # a command buffer cannot be pending twice
+        uploads = staging = None
+        if any(t.pending for t in slot.textures):
+            uploads = Recorder(self.device).begin()
+            staging = record_uploads(uploads, slot.textures)
+            uploads.end()
+        buffers = ([uploads.handle] if uploads else []) + [slot.recorder.handle]
+        if readback:
+            buffers.append(self._readback_recorder.handle)
+        serial = self.device.submit([*buffers, *extra], wait=[*wait, *extra_wait],
+                                    signal=[*signal, *extra_signal])
+        if uploads is not None:
+            uploads.close()  # both released once this submission has finished
+            staging.close()
+        slot.serial = self._serial = serial
+        self.read_back_serial = serial if readback else None
+        return serial
+
+    def render(self) -> np.ndarray:
+        """Submit the last drawn frame, wait for it and return ``(height, width, 4)`` uint8 RGBA."""
+        self.device.wait(self.submit())
+        return self.pixels()
+
+    def read_back(self) -> np.ndarray:
+        """Copy the target to host memory now (waits) and return it (after a ``readback=False`` frame)."""
+        self._check_live()
+        if self._serial is None:
+            return self.render()
+        self.device.wait()
+        self._serial = self.device.submit([self._readback_recorder.handle])
+        self.read_back_serial = self._serial
+        self.device.wait(self._serial)
+        return self.pixels()
+
+    def done(self) -> bool:
+        """True when the last submitted frame has completed (never blocks)."""
+        return self._serial is None or self.device.is_done(self._serial)
+
+    def pixels(self) -> np.ndarray:
+        """A copy of the last frame read back (zeros before the first)."""
+        self._check_live()
+        return self._readback.view(np.uint8, self.width * self.height * 4).reshape(
+            self.height, self.width, 4).copy()
+
+    def save_png(self, path, rgba: np.ndarray | None = None) -> Path:
+        """Render (unless ``rgba`` is given) and write a PNG; returns the path."""
+        from PIL import Image
+
+        rgba = self.render() if rgba is None else rgba
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rgba, "RGBA").save(path)
+        return path
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def _check_live(self) -> None:
+        if self.image is None:
+            raise ValueError("this overlay is closed")
+
+    def close(self) -> None:
+        """Release the target and buffers (after the GPU is done with them); textures are the caller's."""
+        if self.image is None:
+            return
+        for slot in self._slots:
+            slot.close()
+        self._readback_recorder.close()
+        self._readback.close()
+        self.image.close()
+        self.image = None
+        self._current = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _color(rgba) -> tuple[int, int, int, int]:
+    c = tuple(int(v) for v in rgba)
+    if len(c) != 4 or not all(0 <= v <= 255 for v in c):
+        raise ValueError(f"a colour is four integers 0..255 (r, g, b, a), got {rgba!r}")
+    return c
+
+
+def _bytes(data, what: str, unit: int) -> np.ndarray:
+    """A flat uint8 view (no copy) of a buffer-protocol object, checked against its element size."""
+    if isinstance(data, np.ndarray) and data.dtype.itemsize != unit and data.dtype != np.uint8:
+        raise ValueError(f"{what} have {data.dtype.itemsize}-byte elements ({data.dtype}); "
+                         f"this frame takes {unit}-byte ones")
+    try:
+        raw = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else \
+            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be a contiguous buffer (numpy array, bytes, ctypes array): {exc}") \
+            from exc
+    if raw.size % unit:
+        raise ValueError(f"{what} hold {raw.size} bytes, not a whole number of {unit}-byte elements")
+    return raw
+
+
+def _ensure(device: Device, buffer: Buffer | None, nbytes: int, usage: int) -> Buffer:
+    """``buffer`` if it holds ``nbytes``, else a new host-visible one (powers of two, at least 64 KiB)."""
+    if buffer is not None and buffer.size >= nbytes:
+        return buffer
+    if buffer is not None:
+        buffer.close()
+    size = max(1 << 16, 1 << (max(nbytes, 1) - 1).bit_length())
+    return Buffer(device, size, host_visible=True, usage=usage)
