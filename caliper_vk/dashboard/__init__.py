@@ -1,0 +1,1 @@
+"""The training dashboard (``caliper view``): Dear ImGui + ImPlot drawn by the engine."""
