@@ -61,14 +61,10 @@ def empty(shape, dtype=None, device="cpu"):
     """A tensor in memory the renderer reads in place (true zero-copy).
 
     ``device="cpu"`` gives page-aligned host memory imported through
-    ``VK_EXT_external_memory_host``. CUDA and MPS allocation arrive with the
-    GPU-interop exporters.
+    ``VK_EXT_external_memory_host``; ``"cuda"`` gives VRAM allocated by Vulkan and
+    imported into CUDA (needs cuda-python); ``"mps"`` a plain MPS tensor, whose
+    ``MTLBuffer`` MoltenVK imports. See docs/contract.md.
     """
-    kind = str(device).split(":")[0]
-    if kind != "cpu":
-        raise NotImplementedError(
-            f"caliper_vk.empty(device={device!r}) needs the {kind.upper()} exporter, which is not "
-            "built yet; allocate on the CPU, or attach your GPU tensor (drawn through host staging)")
-    from .exporters.cpu import empty as cpu_empty
+    from .exporters import empty as shared_empty
 
-    return cpu_empty(shape, dtype)
+    return shared_empty(shape, dtype, device)

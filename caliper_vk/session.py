@@ -102,7 +102,9 @@ class Panel:
         # further inputs of a view that reads several tensors: (tensor, fingerprint, on host, source);
         # one semaphore orders the writes to all of them (panel.writing() wraps any of them)
         self._more = [(t, exporters.storage_fingerprint(t), t.device.type == "cpu", s) for t, s in more]
-        self.semaphore = TimelineSemaphore(session.device)
+        # GPU tensors: the exporter's producer-side sync (CUDA: on torch's stream; MPS: host)
+        self._sync = record.semaphore if path != PATH_STAGING else None
+        self.semaphore = self._sync.timeline if self._sync else TimelineSemaphore(session.device)
         self._lock = threading.Lock()
         self._turn = threading.Condition(self._lock)
         self._writing = False
@@ -163,7 +165,10 @@ class Panel:
             target = 2 * self._reads  # every submitted read has finished at this value
             self._writing = True
         t0 = time.perf_counter()
-        self.semaphore.wait(target)
+        if self._sync is not None:
+            self._sync.before_write(target)  # CUDA: queued on the stream, no CPU wait
+        else:
+            self.semaphore.wait(target)
         self.producer_wait_s += time.perf_counter() - t0
         self.producer_writes += 1  # writes through writing(): new values, unlike a redraw
         try:
@@ -172,8 +177,7 @@ class Panel:
             with self._lock:
                 self._writing = False
                 if self._writes == self._reads:  # the next read has no data signalled yet
-                    self.semaphore.signal(2 * self._writes + 1)
-                    self._writes += 1
+                    self._signal_write()
 
     # -- the renderer's side (called by Session.step) ----------------------------------
     def _begin_read(self) -> tuple | None:
@@ -183,18 +187,28 @@ class Panel:
                 return None  # the producer is writing: drawing now would tear
             if self._writes == self._reads:
                 # no new write signalled since the last read: the memory is as it is now
-                self.semaphore.signal(2 * self._writes + 1)
-                self._writes += 1
+                self._signal_write()
             k = self._reads
             self._reads += 1
             self._want_read = False
             self._turn.notify_all()
             return (self.semaphore, 2 * k + 1), (self.semaphore, 2 * k + 2)
 
+    def _signal_write(self) -> None:
+        """Signal write k (``2k+1``): from the host, or after the producer's GPU work."""
+        k2 = 2 * self._writes
+        # sync=False (the negative control) signals from the host, unordered, except that a
+        # CUDA mirror's copy is always made on the stream
+        if self._sync is not None and (self.session.sync or self.record.mirrored):
+            self._sync.after_write(k2, k2 + 1)  # CUDA mirror: the on-device copy happens here
+        else:
+            self.semaphore.signal(k2 + 1)
+        self._writes += 1
+
     def _refresh(self) -> None:
         """Per-frame host work: storage checks, and the copy for non-CPU staging."""
         exporters.check_unchanged(self._tensor, self._fingerprint, self.name)
-        if not self._on_host:
+        if not self._on_host and self._sync is None:  # staged: imported GPU memory needs no copy
             host = self._tensor.detach().to("cpu")
             self.source.array, _ = _numpy_alias(host)
         for tensor, fingerprint, on_host, source in self._more:
@@ -206,7 +220,7 @@ class Panel:
     def status(self) -> str:
         if self.error:
             return f"{self.name}: stopped ({self.error})"
-        if self.path == PATH_ZERO_COPY:
+        if self.path == PATH_ZERO_COPY and "host sync" not in self.reason:
             return f"{self.name}: {self.path}"
         return f"{self.name}: {self.path} ({self.reason})"
 
@@ -280,7 +294,7 @@ class Status:
             plain = []
         for name, path, reason in self.panels:
             if (name, path, reason) not in plain:
-                quiet = path in (PATH_ZERO_COPY, PATH_HOST)
+                quiet = path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason)
                 parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
         parts.append(f"frame <={self.frame_ms:.1f} ms")
         if self.producer_wait_ms >= 0.05:
@@ -374,7 +388,9 @@ class Session:
         name = name or f"{view_name}{len(self.panels)}"
         named = isinstance(tensor, Mapping)
         tensors = dict(tensor) if named else {name: tensor}
-        records = {k: exporters.export(t, self.device.info, f"{name}.{k}" if named else name)
+        # GPU interop serves single-input panels (one semaphore orders one tensor's writes)
+        records = {k: exporters.export(t, self.device.info, f"{name}.{k}" if named else name,
+                                       device=None if named else self.device)
                    for k, t in tensors.items()}
         extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
         if not isinstance(view, str):
@@ -399,6 +415,8 @@ class Session:
         except Exception:
             for source, _, _ in feeds.values():
                 source.close()
+            for record in records.values():
+                exporters.release(record)
             if isinstance(view, str):
                 v.close()
             raise
@@ -422,7 +440,7 @@ class Session:
         path, reason, imported = PATH_STAGING, record.reason, None
         if not view.gpu_reads_source:
             reason = view.host_reason  # the view draws a host-computed transform of the tensor
-        elif record.kind == "host-pointer" and not zero_copy:
+        elif record.kind != "staging" and not zero_copy:
             reason = "zero_copy=False was requested"
         elif record.kind == "host-pointer":
             try:
@@ -431,6 +449,14 @@ class Session:
                 path = PATH_ZERO_COPY
             except HostImportError as exc:
                 reason = f"the driver refused the import: {exc}"
+        elif record.kind in exporters.GPU_KINDS:
+            try:
+                imported = exporters.import_external(self.device, record)
+                path = PATH_DEVICE_COPY if record.mirrored else PATH_ZERO_COPY
+            except exporters.ExternalMemoryError as exc:
+                reason = f"the driver refused the import: {exc}"
+        if imported is None:
+            exporters.release(record)  # the tensor is staged: free its unused handle and GPU sync
         return Source(alias, dtype, imported=imported, live=True), path, reason
 
     def _build(self, view, name: str) -> str | None:
@@ -465,6 +491,8 @@ class Session:
         panel.closed = True
         panel.view.close()  # closes the source and its import (deferred until the GPU is done)
         panel.label.close()
+        if getattr(panel, "_sync", None) is not None:
+            panel._sync.close()  # CUDA's import of the semaphore first, then the semaphore
         if panel.semaphore is not None:
             panel.semaphore.close()
         panel._tensor = None
@@ -695,6 +723,8 @@ class Session:
             panel.closed = True
             panel.view.close()
             panel.label.close()
+            if getattr(panel, "_sync", None) is not None:
+                panel._sync.close()
             if panel.semaphore is not None:
                 panel.semaphore.close()
             panel._tensor = None

@@ -61,11 +61,25 @@ class ExternalBuffer:
         The GPU that owns the memory (``None`` for host memory); the engine
         refuses a handle from another GPU.
     semaphore : object or None
-        The timeline semaphore ordering writes and reads (attached by the session).
+        ``None``: the session makes a plain timeline semaphore and the producer waits
+        on the host (CPU tensors). Otherwise the exporter's producer-side sync: an
+        object with ``timeline`` (the engine ``TimelineSemaphore`` the frames wait on and
+        signal), ``before_write(v)``, ``after_write(read_value, v)`` and ``close()``
+        (``cuda.StreamSync``: on torch's CUDA stream; ``mps.HostSync``: on the host).
     owner : object
         Keeps the storage alive while the record exists (the tensor and its storage).
     reason : str
         Why this path was chosen; always set for ``staging``.
+    memory : object or None
+        How to import ``handle``: an ``engine.external.MemoryExport`` (opaque handles:
+        allocation size, memory type, dedicated) or the ``MTLBuffer``'s length in bytes.
+    mirrored : bool
+        The renderer reads a copy in shared VRAM refreshed once per frame on the
+        producer's stream (``on-device copy``), not the tensor itself.
+
+    An ``opaque-fd`` / ``opaque-win32`` handle belongs to the record until it is
+    imported (``exporters.import_external`` consumes it); ``exporters.release``
+    closes a handle and sync that were never used.
     """
 
     kind: str
@@ -79,6 +93,8 @@ class ExternalBuffer:
     owner: object = field(default=None, repr=False)
     reason: str = ""
     version: int = CONTRACT_VERSION
+    memory: object = field(default=None, repr=False)
+    mirrored: bool = False
 
     def __post_init__(self):
         if self.kind not in HANDLE_KINDS:

@@ -1,0 +1,494 @@
+"""CUDA tensors: one VRAM allocation seen by CUDA and Vulkan, ordered on the GPU.
+
+Who allocates
+-------------
+Memory from torch's caching allocator cannot be imported by Vulkan, so shared
+memory is allocated for the purpose. Two directions exist; Caliper's default is
+**Vulkan allocates, CUDA imports** (Datoviz and Taichi chose it; Datoviz found
+the other one unreliable): :class:`SharedMemory` makes a dedicated, exportable
+``VkDeviceMemory`` (``engine.external.ExportableBuffer``), exports an opaque fd
+(Linux) or Win32 handle (Windows), imports it with ``cuImportExternalMemory``,
+maps it with ``cuExternalMemoryGetMappedBuffer`` and hands torch the pointer
+through ``__cuda_array_interface__`` (``torch.as_tensor``: no copy; the tensor's
+storage holds the allocation). The other direction, **CUDA allocates (VMM),
+Vulkan imports** (NVIDIA's ``simpleVulkanMMAP``), is :class:`VmmMemory`
+(``cuMemCreate`` with a POSIX-fd handle type, Linux only), chosen with
+``CALIPER_VK_CUDA_ALLOC=vmm``.
+
+- ``caliper_vk.empty(shape, device="cuda")`` returns a tensor in shared memory:
+  attaching it is **zero-copy** (the producer writes what the renderer reads).
+- Any other CUDA tensor is **mirrored**: shared memory of its size, refreshed by
+  one device-to-device ``copy_`` per frame on torch's current stream.
+
+Sync: the panel's Vulkan timeline semaphore is created exportable, exported and
+imported into CUDA as a timeline semaphore; :class:`StreamSync` waits and
+signals it with ``cuWaitExternalSemaphoresAsync`` / ``cuSignalExternalSemaphoresAsync``
+on torch's current stream, following docs/contract.md (producer signals
+``2k+1``, renderer waits, reads, signals ``2k+2``, producer waits ``2k+2``
+before overwriting). No CPU thread waits.
+
+Handle ownership: an fd imported into CUDA (or Vulkan) is the importer's after a
+successful import and ours to close after a failed one; a Win32 handle is
+closed by us after the import either way (:func:`import_memory`,
+:func:`import_semaphore`).
+
+Tensors on another GPU than the renderer's are refused: the Vulkan device's
+``deviceUUID`` must equal ``cuDeviceGetUuid`` of the tensor's device.
+
+cuda-python (``cuda.bindings.driver``) is imported on first use; without it
+CUDA tensors are drawn through host staging and the reason says
+``pip install cuda-python``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import weakref
+from typing import ClassVar
+
+from ..engine.external import (
+    ExportableBuffer,
+    MemoryExport,
+    close_os_handle,
+    import_external_memory,
+    platform_handle_kind,
+)
+from ..engine.sync import TimelineSemaphore
+from .contract import ContractError, ExternalBuffer, check_tensor, dtype_name
+
+INSTALL_HINT = "pip install cuda-python"
+ALLOCATOR_ENV = "CALIPER_VK_CUDA_ALLOC"  # "vulkan" (default) or "vmm"
+
+
+class CudaInteropError(RuntimeError):
+    """CUDA interop is unavailable or a driver call failed; the message names the call."""
+
+
+class DeviceMismatchError(ContractError):
+    """The tensor lives on another GPU than the renderer draws on."""
+
+
+_driver = None
+
+
+def driver():
+    """``cuda.bindings.driver`` (cuda-python >= 12.6), or the older ``cuda.cuda`` layout."""
+    global _driver
+    if _driver is None:
+        try:
+            from cuda.bindings import driver as drv
+        except ImportError:
+            try:
+                from cuda import cuda as drv
+            except ImportError as exc:
+                raise CudaInteropError(
+                    f"CUDA interop needs cuda-python, which is not installed ({INSTALL_HINT}); "
+                    "until then CUDA tensors are copied to the host every frame") from exc
+        _driver = drv
+    return _driver
+
+
+def call(drv, name: str, *args):
+    """Call ``drv.name(*args)``; cuda-python returns ``(err, value...)``: raise on error."""
+    result = getattr(drv, name)(*args)
+    result = result if isinstance(result, tuple) else (result,)
+    err = result[0]
+    if int(err) != 0:
+        raise CudaInteropError(f"{name} failed: {getattr(err, 'name', err)}")
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def handle_types(drv, kind: str) -> tuple:
+    """(memory handle type, timeline semaphore handle type) for ``kind`` handles."""
+    mem, sem = drv.CUexternalMemoryHandleType, drv.CUexternalSemaphoreHandleType
+    if kind == "opaque-win32":
+        return (mem.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
+                sem.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32)
+    if kind == "opaque-fd":
+        return (mem.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+                sem.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
+    raise ValueError(f"no CUDA handle type for {kind!r}")
+
+
+def _set_handle(desc, kind: str, handle: int) -> None:
+    if kind == "opaque-win32":
+        desc.handle.win32.handle = handle
+    else:
+        desc.handle.fd = handle
+
+
+def import_memory(drv, kind: str, handle: int, size: int, dedicated: bool):
+    """``cuImportExternalMemory`` of a handle we own (taken over in every case)."""
+    try:
+        desc = drv.CUDA_EXTERNAL_MEMORY_HANDLE_DESC()
+        desc.type = handle_types(drv, kind)[0]
+        _set_handle(desc, kind, handle)
+        desc.size = size
+        desc.flags = drv.CUDA_EXTERNAL_MEMORY_DEDICATED if dedicated else 0
+        ext = call(drv, "cuImportExternalMemory", desc)
+    except BaseException:
+        close_os_handle(kind, handle)  # not imported: the handle is still ours
+        raise
+    if kind == "opaque-win32":
+        close_os_handle(kind, handle)  # CUDA holds its own reference to an NT handle's object
+    return ext
+
+
+def import_semaphore(drv, kind: str, handle: int):
+    """``cuImportExternalSemaphore`` of a timeline semaphore handle (taken over in every case)."""
+    try:
+        desc = drv.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
+        desc.type = handle_types(drv, kind)[1]
+        _set_handle(desc, kind, handle)
+        desc.flags = 0
+        ext = call(drv, "cuImportExternalSemaphore", desc)
+    except BaseException:
+        close_os_handle(kind, handle)
+        raise
+    if kind == "opaque-win32":
+        close_os_handle(kind, handle)
+    return ext
+
+
+class Gpu:
+    """One CUDA device: its primary context (torch's) and UUID. One per (driver, ordinal)."""
+
+    _cache: ClassVar[dict] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, drv, index: int):
+        self.drv, self.index = drv, index
+        call(drv, "cuInit", 0)
+        self.device = call(drv, "cuDeviceGet", index)
+        self.context = call(drv, "cuDevicePrimaryCtxRetain", self.device)  # held for the process
+        self.uuid = bytes(call(drv, "cuDeviceGetUuid", self.device).bytes)
+
+    @classmethod
+    def get(cls, drv, index: int) -> Gpu:
+        with cls._lock:
+            key = (id(drv), index)
+            if key not in cls._cache:
+                cls._cache[key] = cls(drv, index)
+            return cls._cache[key]
+
+    @contextlib.contextmanager
+    def current(self):
+        """Make torch's (primary) context current for driver calls on this thread."""
+        call(self.drv, "cuCtxPushCurrent", self.context)
+        try:
+            yield
+        finally:
+            call(self.drv, "cuCtxPopCurrent")
+
+
+def check_same_gpu(info, cuda_uuid: bytes, index: int, name: str) -> None:
+    """Refuse a tensor whose GPU is not the renderer's Vulkan device."""
+    if bytes(info.device_uuid) != bytes(cuda_uuid):
+        raise DeviceMismatchError(
+            f"{name} is on cuda:{index} (GPU UUID {bytes(cuda_uuid).hex()}), but the renderer draws on "
+            f"{info.name} (UUID {bytes(info.device_uuid).hex()}); memory can only be shared on one GPU. "
+            f"Draw on that GPU (set CALIPER_VK_DEVICE to its Vulkan index or name; `caliper doctor` "
+            f"lists them) or attach a copy on the renderer's GPU")
+
+
+def _cuda_index(device) -> int:
+    import torch
+
+    device = torch.device(device)
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+class _CudaArray:
+    """``__cuda_array_interface__`` over shared memory; torch's tensor holds it, and it
+    holds the allocation, so the memory lives exactly as long as the tensor's storage."""
+
+    def __init__(self, ptr: int, nbytes: int, owner):
+        self.owner = owner
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                         "version": 2}
+
+
+def _release(gpu: Gpu, steps) -> None:
+    """Free a shared allocation once no tensor uses it (a finalizer: never raises)."""
+    try:
+        with gpu.current():
+            call(gpu.drv, "cuCtxSynchronize")  # kernels queued on any stream may still use it
+            for name, obj in steps:
+                call(gpu.drv, name, obj)
+    except Exception:  # interpreter shutdown: CUDA may be gone already
+        pass
+
+
+def _release_shared(gpu: Gpu, ptr, ext, buffer) -> None:
+    # CUDA lets go first (unmap, destroy the import); Vulkan frees after its last frame.
+    _release(gpu, [("cuMemFree", ptr), ("cuDestroyExternalMemory", ext)])
+    buffer.close()
+
+
+class SharedMemory:
+    """VRAM allocated by Vulkan (exportable) and imported into CUDA. The default.
+
+    Parameters
+    ----------
+    device : engine.Device
+        The Vulkan device that allocates (must be the tensor's GPU).
+    nbytes : int
+        Bytes the tensor needs.
+    index : int
+        The CUDA device ordinal (torch's).
+    """
+
+    def __init__(self, device, nbytes: int, index: int, drv=None, kind: str | None = None):
+        drv = drv or driver()
+        self.kind = kind or platform_handle_kind()
+        self.gpu = Gpu.get(drv, index)
+        check_same_gpu(device.info, self.gpu.uuid, index, "the shared allocation")
+        self.nbytes = int(nbytes)
+        self.buffer = ExportableBuffer(device, max(1, self.nbytes), self.kind)
+        try:
+            handle, memory = self.buffer.export()
+            with self.gpu.current():
+                ext = import_memory(drv, self.kind, handle, memory.allocation_size, memory.dedicated)
+                try:
+                    desc = drv.CUDA_EXTERNAL_MEMORY_BUFFER_DESC()
+                    desc.offset, desc.size, desc.flags = 0, self.buffer.size, 0
+                    ptr = call(drv, "cuExternalMemoryGetMappedBuffer", ext, desc)
+                except BaseException:
+                    call(drv, "cuDestroyExternalMemory", ext)
+                    raise
+        except BaseException:
+            self.buffer.close()
+            raise
+        self.ptr = int(ptr)
+        self._finalizer = weakref.finalize(self, _release_shared, self.gpu, ptr, ext, self.buffer)
+
+    def export(self) -> tuple[int, MemoryExport]:
+        """A new handle to the memory for a Vulkan import (the caller owns it)."""
+        return self.buffer.export()
+
+    def tensor(self, shape, dtype):
+        """A torch tensor over the memory (no copy); it keeps this allocation alive."""
+        import torch
+
+        raw = torch.as_tensor(_CudaArray(self.ptr, max(1, self.nbytes), self),
+                              device=f"cuda:{self.gpu.index}")
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        count = 1
+        for s in shape:
+            count *= int(s)
+        return raw[: count * itemsize].view(dtype).reshape(tuple(int(s) for s in shape))
+
+
+class VmmMemory:
+    """VRAM allocated by CUDA's VMM API (exportable as a POSIX fd) and imported by Vulkan,
+    as NVIDIA's ``simpleVulkanMMAP`` does. Opt-in (``CALIPER_VK_CUDA_ALLOC=vmm``), Linux only."""
+
+    def __init__(self, device, nbytes: int, index: int, drv=None, kind: str | None = None):
+        drv = drv or driver()
+        self.kind = kind or platform_handle_kind()
+        if self.kind != "opaque-fd":
+            raise CudaInteropError("the VMM allocation direction is built for POSIX fds (Linux); "
+                                   f"unset {ALLOCATOR_ENV} to use Vulkan-allocated memory")
+        self.gpu = gpu = Gpu.get(drv, index)
+        check_same_gpu(device.info, gpu.uuid, index, "the shared allocation")
+        self.device_uuid, self.nbytes = device.info.device_uuid, int(nbytes)
+        prop = drv.CUmemAllocationProp()
+        prop.type = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = index
+        prop.requestedHandleTypes = drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        steps = []  # undo list, newest first
+        with gpu.current():
+            try:
+                gran = call(drv, "cuMemGetAllocationGranularity", prop,
+                            drv.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+                self.size = max(1, -(-max(1, self.nbytes) // int(gran))) * int(gran)
+                self.handle = call(drv, "cuMemCreate", self.size, prop, 0)
+                steps.insert(0, ("cuMemRelease", self.handle))
+                ptr = call(drv, "cuMemAddressReserve", self.size, 0, 0, 0)
+                steps.insert(0, ("cuMemAddressFree", ptr, self.size))
+                call(drv, "cuMemMap", ptr, self.size, 0, self.handle, 0)
+                steps.insert(0, ("cuMemUnmap", ptr, self.size))
+                access = drv.CUmemAccessDesc()
+                access.location = prop.location
+                access.flags = drv.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                call(drv, "cuMemSetAccess", ptr, self.size, [access], 1)
+            except BaseException:
+                for name, *args in steps:
+                    call(drv, name, *args)
+                raise
+        self.ptr = int(ptr)
+        self._finalizer = weakref.finalize(self, _release_vmm, gpu, steps)
+
+    def export(self) -> tuple[int, MemoryExport]:
+        drv = self.gpu.drv
+        with self.gpu.current():
+            fd = call(drv, "cuMemExportToShareableHandle", self.handle,
+                      drv.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)
+        return int(fd), MemoryExport(self.kind, self.size, self.size, None, False, self.device_uuid)
+
+    tensor = SharedMemory.tensor
+
+
+def _release_vmm(gpu: Gpu, steps) -> None:
+    try:
+        with gpu.current():
+            call(gpu.drv, "cuCtxSynchronize")
+            for name, *args in steps:
+                call(gpu.drv, name, *args)
+    except Exception:  # interpreter shutdown: CUDA may be gone already
+        pass
+
+
+def allocator():
+    """The class that allocates shared memory (``CALIPER_VK_CUDA_ALLOC``)."""
+    choice = os.environ.get(ALLOCATOR_ENV, "vulkan").strip().lower()
+    if choice not in ("vulkan", "vmm"):
+        raise CudaInteropError(f"{ALLOCATOR_ENV}={choice!r}: use 'vulkan' (default) or 'vmm'")
+    return VmmMemory if choice == "vmm" else SharedMemory
+
+
+# storage data pointer -> the shared allocation, for tensors from empty()
+_shared: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def shared_memory_of(tensor):
+    """The allocation behind ``tensor`` when it comes from :func:`empty`, else None."""
+    storage = tensor.untyped_storage()
+    shared = _shared.get(storage.data_ptr())
+    if shared is None or storage.nbytes() > max(1, shared.nbytes):
+        return None
+    return shared
+
+
+def empty(shape, dtype=None, device="cuda", vk_device=None):
+    """A CUDA tensor in VRAM the renderer reads in place (true zero-copy)."""
+    import torch
+
+    from ..engine import default_device
+
+    dtype = dtype or torch.float32
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    count = 1
+    for s in shape:
+        count *= s
+    memory = allocator()(vk_device or default_device(), count * itemsize, _cuda_index(device))
+    t = memory.tensor(shape, dtype)
+    _shared[t.untyped_storage().data_ptr()] = memory
+    check_tensor(t, "caliper_vk.empty(device='cuda')")
+    return t
+
+
+class StreamSync:
+    """The producer's side of the protocol for one CUDA panel, on torch's current stream.
+
+    ``timeline`` is the Vulkan timeline semaphore the renderer's frames wait on and
+    signal; ``ext`` is the same semaphore imported into CUDA. ``mirror`` is
+    ``(tensor, copy)`` for an on-device-copy panel: the copy in shared memory is
+    refreshed in :meth:`after_write`, after the previous read finished.
+    """
+
+    host_sync = False
+
+    def __init__(self, timeline, ext, gpu: Gpu, stream, mirror=None):
+        self.timeline, self.ext, self.gpu, self.mirror = timeline, ext, gpu, mirror
+        self._stream = stream  # () -> the stream handle (int) to order on
+
+    @classmethod
+    def create(cls, device, gpu: Gpu, torch_device, kind: str, mirror=None) -> StreamSync:
+        import torch
+
+        timeline = TimelineSemaphore(device, export=kind)
+        try:
+            handle = timeline.export_handle()
+            with gpu.current():
+                ext = import_semaphore(gpu.drv, kind, handle)
+        except BaseException:
+            timeline.close()
+            raise
+        return cls(timeline, ext, gpu, lambda: torch.cuda.current_stream(torch_device).cuda_stream, mirror)
+
+    def _issue(self, name: str, params_type: str, value: int) -> None:
+        drv = self.gpu.drv
+        params = getattr(drv, params_type)()
+        params.params.fence.value = value
+        params.flags = 0
+        with self.gpu.current():
+            call(drv, name, [self.ext], [params], 1, drv.CUstream(self._stream()))
+
+    def wait(self, value: int) -> None:
+        """Later work on the stream waits until the renderer reached ``value``."""
+        self._issue("cuWaitExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS", value)
+
+    def signal(self, value: int) -> None:
+        """The semaphore reaches ``value`` once the stream's earlier work is done."""
+        self._issue("cuSignalExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS", value)
+
+    def before_write(self, value: int) -> None:
+        """``panel.writing()`` entry: the producer's next kernels wait for every read (``2k``)."""
+        if self.mirror is None:  # a mirrored tensor is the producer's own: nobody reads it
+            self.wait(value)
+
+    def after_write(self, read_value: int, value: int) -> None:
+        """Write *k* is complete when the stream gets here: signal ``2k+1``."""
+        if self.mirror is not None:
+            self.wait(read_value)  # the renderer finished reading the copy
+            source, copy = self.mirror
+            copy.copy_(source)  # torch's current stream, bytes never leave the GPU
+        self.signal(value)
+
+    def close(self) -> None:
+        if self.ext is None:
+            return
+        ext, self.ext = self.ext, None
+        with self.gpu.current():
+            call(self.gpu.drv, "cuCtxSynchronize")  # waits/signals still queued must finish first
+            call(self.gpu.drv, "cuDestroyExternalSemaphore", ext)
+        self.timeline.close()
+        self.mirror = None
+
+
+def export(tensor, device, name: str = "tensor", drv=None) -> ExternalBuffer:
+    """The record for a CUDA tensor on the renderer's ``device`` (zero-copy or mirrored)."""
+    check_tensor(tensor, name, device.info.max_storage_buffer_range)
+    drv = drv or driver()
+    index = _cuda_index(tensor.device)
+    gpu = Gpu.get(drv, index)
+    check_same_gpu(device.info, gpu.uuid, index, name)
+    nbytes = tensor.numel() * tensor.element_size()
+    common = dict(nbytes=nbytes, dtype=dtype_name(tensor), shape=tuple(tensor.shape),
+                  device_uuid=gpu.uuid)
+    if nbytes == 0:
+        return ExternalBuffer(kind="staging", handle=None, offset=0, owner=(tensor,),
+                              reason="the tensor is empty", **common)
+    kind = platform_handle_kind()
+    shared = shared_memory_of(tensor)
+    if shared is not None:
+        offset, mirror = tensor.data_ptr() - shared.ptr, None
+        reason = "caliper_vk.empty(device='cuda') memory; sync on torch's CUDA stream"
+    else:
+        shared = allocator()(device, nbytes, index, drv, kind)
+        offset = 0
+        mirror = (tensor.detach(), shared.tensor(tuple(tensor.shape), tensor.dtype))
+        reason = ("not from caliper_vk.empty(device='cuda'): copied once per frame into shared VRAM "
+                  "on torch's stream")
+    sync = StreamSync.create(device, gpu, tensor.device, kind, mirror)
+    try:
+        handle, memory = shared.export()
+    except BaseException:
+        sync.close()
+        raise
+    return ExternalBuffer(kind=kind, handle=handle, offset=offset, semaphore=sync,
+                          owner=(tensor, tensor.untyped_storage(), shared), reason=reason,
+                          memory=memory, mirrored=mirror is not None, **common)
+
+
+def import_for_vulkan(device, record):
+    """Import the record's handle into ``device`` (consumes it); see exporters.import_external."""
+    handle, record.handle = record.handle, None
+    return import_external_memory(device, handle, record.memory, record.offset, keepalive=record.owner)
