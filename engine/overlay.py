@@ -406,7 +406,7 @@ class Overlay:
         return self._serial is None or self.device.is_done(self._serial)
 
     def pixels(self) -> np.ndarray:
-        """A copy of the last frame read back (zeros before the first)."""
+        """A copy of the last frame read back (undefined before the first :meth:`render`)."""
         self._check_live()
         return self._readback.view(np.uint8, self.width * self.height * 4).reshape(
             self.height, self.width, 4).copy()

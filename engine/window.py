@@ -352,11 +352,13 @@ class Window:
         glfw.set_char_callback(self.handle, on_char)
         glfw.set_framebuffer_size_callback(self.handle, on_size)
 
-    def scale(self) -> tuple[float, float]:
-        """Framebuffer pixels per window unit (2.0 on a Retina display, else usually 1.0)."""
-        ww, wh = _glfw().get_window_size(self.handle)
-        fw, fh = self.framebuffer_size()
-        return fw / max(ww, 1), fh / max(wh, 1)
+    def window_size(self) -> tuple[int, int]:
+        """The window's size in screen units, the coordinates of input events (at least 1x1).
+
+        ``framebuffer_size() / window_size()`` is the HiDPI scale (2 on a Retina display).
+        """
+        w, h = _glfw().get_window_size(self.handle)
+        return max(1, w), max(1, h)
 
     def poll(self) -> list[Event]:
         """Pump window events; returns (and clears) the input events since the last poll."""

@@ -187,7 +187,7 @@ class ImGuiRenderer:
         try:
             self.font = self._load_font(font, font_px)
             if window is not None:
-                self.size = self._window_display_size()
+                self.size = self.window.window_size()
                 self.overlay = Overlay(*window.framebuffer_size(), device=window.device, clear=background)
                 window.bind_canvas(self.overlay)
             else:
@@ -221,12 +221,6 @@ class ImGuiRenderer:
         imgui.set_current_context(self._ctx)
         implot.set_current_context(self._plot_ctx)
 
-    def _window_display_size(self) -> tuple[int, int]:
-        import glfw
-
-        w, h = glfw.get_window_size(self.window.handle)
-        return max(1, w), max(1, h)
-
     def new_frame(self, events=None, dt: float | None = None) -> list[Event]:
         """Start a frame: feed input, set display size and delta time, ``imgui.new_frame()``.
 
@@ -249,7 +243,7 @@ class ImGuiRenderer:
                 self.window.recreate()
                 self.overlay.resize(*self.window.framebuffer_size())
                 self.window.bind_canvas(self.overlay)
-            self.size = self._window_display_size()
+            self.size = self.window.window_size()
         events = list(events or ())
         io = imgui.get_io()
         io.display_size = self.size
