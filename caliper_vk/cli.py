@@ -1,4 +1,4 @@
-"""The ``caliper`` command: doctor, render, demo.
+"""The ``caliper`` command: doctor, render, demo, view.
 
 User errors (bad files, shapes, dtypes, names) print one ``caliper: error:``
 line naming the problem and the accepted values, and exit with status 2; no
@@ -172,6 +172,46 @@ def cmd_demo(args) -> int:
     raise UserError(f"unknown demo {args.name!r}; available: digits, gpt")
 
 
+def cmd_view(args) -> int:
+    from .dashboard.app import Dashboard, open_runs
+    from .session import display_available
+
+    paths = args.runs
+    if not paths:
+        from .runs import example_paths
+
+        paths = example_paths()
+        if not paths:
+            raise UserError("no run given and no example runs installed; pass a run directory, "
+                            "or make the examples with: python -m caliper_vk.runs")
+    runs = open_runs(paths)
+    for r in runs:
+        if r.problems:
+            print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
+    options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
+                   hist_mode=args.histograms, panels=["*"] if args.all else args.panel)
+    if args.png or not display_available():
+        out = args.png or "out/dashboard.png"
+        dash = Dashboard(runs, size=_size(args.size), **options)
+        try:
+            path = dash.save_png(out)
+        finally:
+            dash.close()
+        why = "" if args.png else " (no display: rendered offscreen)"
+        print(f"caliper: dashboard of {len(runs)} run(s) written to {path}{why}")
+        return 0
+    from .engine.window import Window
+
+    window = Window(_size(args.size), title="caliper view — " + ", ".join(r.name for r in runs)[:120])
+    dash = Dashboard(runs, window=window, **options)
+    try:
+        dash.loop()
+    finally:
+        dash.close()
+        window.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caliper", description=(
         "Caliper: watch a network's internal state in the same frame it was computed."))
@@ -212,6 +252,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", help="gpt: train on this text file instead of Shakespeare's plays")
     p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("view", help="the training dashboard for recorded runs (a window, or --png)")
+    p.add_argument("runs", nargs="*", help="run directories, run.json / log.jsonl files, TensorBoard "
+                   "event directories, or directories of runs (default: the bundled example runs)")
+    p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
+    p.add_argument("--size", default="1600x1000", help="WIDTHxHEIGHT (default 1600x1000)")
+    p.add_argument("--axis", default="step", choices=["step", "epoch", "time"], help="x axis (default step)")
+    p.add_argument("--cursor", type=float, help="cursor position on the x axis (default: the last step)")
+    p.add_argument("--panel", action="append", help="show panels whose title or metric matches "
+                   "(repeatable; default: loss, task metrics, learning rate)")
+    p.add_argument("--all", action="store_true", help="show every panel")
+    p.add_argument("--smoothing", type=float, default=0.0,
+                   help="EMA weight in [0, 1) for a smoothed line beside each raw trace")
+    p.add_argument("--columns", type=int, default=2, help="panels per row (default 2)")
+    p.add_argument("--histograms", default="overlay", choices=["overlay", "offset", "time"],
+                   help="histogram panels: overlay (fading by age), offset, or over time")
+    p.set_defaults(func=cmd_view)
     return parser
 
 

@@ -601,6 +601,8 @@ def load_run(path) -> Run:
 def find_runs(path) -> list[Path]:
     """Run directories under ``path`` (itself, or its subdirectories holding runs), sorted."""
     path = Path(path)
+    if not path.exists():
+        raise RunFileError(f"{path}: no such file or directory")
     if path.is_file():
         return [path]
 

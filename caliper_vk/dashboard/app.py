@@ -1,0 +1,494 @@
+"""``caliper view``: the training dashboard for recorded runs.
+
+Dear ImGui and ImPlot (rendered by the engine's overlay pipeline, see
+:mod:`.imgui_backend`) draw the widgets and the plot chrome — axes, ticks,
+legends, zoom, pan and the linked cursor. Arrays (histograms over time,
+confusion matrices, kernels, feature maps, attention) are drawn by the
+engine's own views into a canvas and shown inside the UI as textures. The
+rules (raw values under the cursor, no extrapolation, the step of every
+sparse frame stated) live in :mod:`.model`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from ..record import Run
+from . import model
+from .imgui_backend import ImGuiRenderer
+
+PALETTE = [(0.35, 0.65, 1.0), (1.0, 0.55, 0.2), (0.45, 0.85, 0.4), (0.95, 0.35, 0.45), (0.75, 0.55, 1.0),
+           (0.95, 0.85, 0.3), (0.4, 0.9, 0.9), (0.9, 0.6, 0.8)]
+PANEL_HEIGHT = 270
+SIDEBAR = 330
+ARRAY_PX = 220
+
+
+def _col(rgb, a=1.0) -> imgui.ImVec4:
+    return imgui.ImVec4(rgb[0], rgb[1], rgb[2], a)
+
+
+def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
+    s = implot.Spec()
+    s.line_color = _col(rgb, alpha)
+    s.line_weight = weight
+    if fill is not None:
+        s.fill_color = _col(rgb, fill)
+        s.fill_alpha = 1.0
+    if marker is not None:
+        s.marker = marker
+        s.marker_size = 5
+        s.marker_fill_color = _col(rgb, alpha)
+        s.marker_line_color = _col(rgb, alpha)
+    return s
+
+
+class Dashboard:
+    """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
+
+    def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
+                 cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
+                 columns: int = 2, history: int = 6, hist_mode: str = "overlay"):
+        if not runs:
+            raise ValueError("the dashboard needs at least one run")
+        if axis not in model.AXES:
+            raise ValueError(f"axis must be one of {', '.join(model.AXES)}, got {axis!r}")
+        if hist_mode not in ("overlay", "offset", "time"):
+            raise ValueError(f"histogram mode must be overlay, offset or time, got {hist_mode!r}")
+        if not 0.0 <= float(smoothing) < 1.0:
+            raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
+        self.runs = runs
+        self.ui = ImGuiRenderer(size=size, window=window)
+        self.axis = axis
+        self.smoothing = float(smoothing)
+        self.columns = max(1, int(columns))
+        self.history = max(1, int(history))
+        self.hist_mode = hist_mode
+        self.panels = model.default_panels(runs)
+        if panels == ["*"]:
+            self.enabled = [True] * len(self.panels)
+        elif panels:
+            wanted = [p.lower() for p in panels]
+            self.enabled = [any(w in p.title.lower() or any(w == k.lower() for k in p.keys) for w in wanted)
+                            for p in self.panels]
+            if not any(self.enabled):
+                titles = "; ".join(p.title for p in self.panels)
+                raise ValueError(f"no panel matches {panels}; the panels are: {titles}")
+        else:  # a dashboard opens with loss, the task metric and the learning rate; add the rest as wanted
+            self.enabled = [p.options.get("group") in ("loss", "metrics", "lr") for p in self.panels]
+            if not any(self.enabled):
+                self.enabled = [i < 4 for i in range(len(self.panels))]
+        r = [run.step_range for run in runs if run.step_range]
+        self.cursor = float(cursor) if cursor is not None else (
+            float(max(x[1] for x in r)) if r else 0.0)
+        if axis != "step" and cursor is None:
+            self.cursor = float(np.nanmax([run.coordinate(axis, np.array([run.step_range[1]]))[0]
+                                           for run in runs if run.step_range] or [0.0]))
+        self._textures: dict = {}
+        self._limits: dict = {}
+        self.closed = False
+
+    # -- engine-drawn arrays -----------------------------------------------------------------
+    def _texture(self, key, signature, make_rgba):
+        entry = self._textures.get(key)
+        if entry is not None and entry[0] == signature:
+            return entry[1]
+        rgba = make_rgba()
+        if entry is not None and entry[1].size == (rgba.shape[1], rgba.shape[0]):
+            entry[1].update(rgba)
+            tex = entry[1]
+        else:
+            if entry is not None:
+                entry[1].close()
+            tex = self.ui.add_texture(rgba)
+        self._textures[key] = (signature, tex)
+        return tex
+
+    @staticmethod
+    def _draw_view(view, w: int, h: int) -> np.ndarray:
+        from ..engine import Canvas
+
+        with Canvas(w, h) as c:
+            c.add(view)
+            return c.render()
+
+    def _array_view(self, a: np.ndarray):
+        from ..views import Heatmap, Images
+
+        a = np.asarray(a, dtype=np.float32)
+        if a.ndim <= 1:
+            return Heatmap(a.reshape(1, -1), colormap="viridis")
+        if a.ndim == 2:
+            return Heatmap(a, colormap="RdBu_r", value_range="symmetric")
+        return Images(a.reshape(-1, a.shape[-2], a.shape[-1]), normalize="tile", colormap="RdBu_r",
+                      value_range="symmetric")
+
+    # -- one frame ---------------------------------------------------------------------------
+    def frame(self, events=None) -> list:
+        events = self.ui.new_frame(events)
+        io = imgui.get_io()
+        imgui.set_next_window_pos(imgui.ImVec2(0, 0))
+        imgui.set_next_window_size(io.display_size)
+        flags = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_move
+                 | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus)
+        imgui.begin("caliper view", None, flags)
+        imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders)
+        self._sidebar()
+        imgui.end_child()
+        imgui.same_line()
+        imgui.begin_child("panels", imgui.ImVec2(0, 0))
+        shown = [p for p, on in zip(self.panels, self.enabled, strict=True) if on]
+        width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
+        for i, panel in enumerate(shown):
+            if i % self.columns:
+                imgui.same_line()
+            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders)
+            self._panel(panel, i)
+            imgui.end_child()
+        imgui.end_child()
+        imgui.end()
+        return events
+
+    def _sidebar(self) -> None:
+        imgui.text("Runs")
+        for k, run in enumerate(self.runs):
+            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"■ {run.name}")
+            r = run.step_range
+            imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
+                       f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
+            marks = model.best_marks(run)
+            imgui.text_wrapped(f"  {marks.text}")
+            if run.problems and imgui.tree_node(f"  {len(run.problems)} note(s)##p{k}"):
+                for p in run.problems[:50]:
+                    imgui.text_wrapped(p)
+                imgui.tree_pop()
+        imgui.separator()
+        imgui.text("x axis")
+        for a in model.AXES:
+            imgui.same_line()
+            if imgui.radio_button(a, self.axis == a) and a != self.axis:
+                self._change_axis(a)
+        _, self.smoothing = imgui.slider_float("smoothing", self.smoothing, 0.0, 0.99, "%.2f")
+        imgui.text_disabled("smoothing is drawn beside the raw trace;\nthe cursor always reads raw values")
+        imgui.text("histograms")
+        for m in ("overlay", "offset", "time"):
+            imgui.same_line()
+            if imgui.radio_button(f"{m}##h", self.hist_mode == m):
+                self.hist_mode = m
+        imgui.separator()
+        imgui.text(f"cursor: {self.axis} {self.cursor:.6g}")
+        self._readout()
+        imgui.separator()
+        if imgui.tree_node("Panels"):
+            for i, p in enumerate(self.panels):
+                _, self.enabled[i] = imgui.checkbox(f"{p.title}##en{i}", self.enabled[i])
+            imgui.tree_pop()
+
+    def _change_axis(self, axis: str) -> None:
+        # keep the cursor on the same progress point, read through the first run that has it
+        for run in self.runs:
+            step = run.to_step(self.axis, self.cursor)
+            if step is not None:
+                x = run.coordinate(axis, np.array([step]))[0]
+                if np.isfinite(x):
+                    self.cursor = float(x)
+                    break
+        self.axis = axis
+
+    def _readout(self) -> None:
+        keys = []
+        for p, on in zip(self.panels, self.enabled, strict=True):
+            if on and p.kind == "scalar":
+                keys.extend(p.keys)
+        for key in keys[:24]:
+            imgui.text(key)
+            for k, run in enumerate(self.runs):
+                r = model.read_cursor(run, key, self.axis, self.cursor)
+                if r.state == "not-recorded" and len(self.runs) > 1:
+                    continue
+                imgui.text_colored(_col(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
+                                   f"  {run.name}: {r.text}")
+
+    # -- panels ------------------------------------------------------------------------------
+    def _panel(self, panel: model.Panel, index: int) -> None:
+        if panel.kind == "scalar":
+            self._scalar_panel(panel, index)
+        elif panel.kind == "histogram":
+            self._histogram_panel(panel, index)
+        elif panel.kind == "array":
+            self._array_panel(panel, index)
+        elif panel.kind == "confusion":
+            self._confusion_panel(panel, index)
+
+    def _cursor_line(self, index: int) -> None:
+        changed, x, *_ = implot.drag_line_x(index, self.cursor, imgui.ImVec4(1, 1, 1, 0.8), 1.5)
+        if changed:
+            self.cursor = float(x)
+        elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
+            self.cursor = float(implot.get_plot_mouse_pos().x)
+
+    def _xy(self, run: Run, s) -> tuple[np.ndarray, np.ndarray]:
+        x = run.coordinate(self.axis, s.step)
+        return x.astype(np.float64), s.value.astype(np.float64)
+
+    def _scalar_panel(self, panel: model.Panel, index: int) -> None:
+        units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
+        imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
+        if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
+            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
+            if self.axis == "step" and any(r.progress_epoch is not None for r in self.runs):
+                implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
+                lim = self._limits.get(index)
+                run = next(r for r in self.runs if r.progress_epoch is not None)
+                if lim is not None:
+                    e = run.coordinate("epoch", np.array(lim))
+                    spe = (run.meta or {}).get("steps_per_epoch")
+                    if spe:
+                        e = np.array(lim, dtype=float) / float(spe)
+                    if np.all(np.isfinite(e)) and e[1] > e[0]:
+                        implot.setup_axis_limits(implot.ImAxis_.x2, float(e[0]), float(e[1]),
+                                                 imgui.Cond_.always)
+            plot_w = max(50, int(imgui.get_content_region_avail().x))
+            for k, run in enumerate(self.runs):
+                rgb = PALETTE[k % len(PALETTE)]
+                for j, key in enumerate(panel.keys):
+                    s = run.metrics.get(key)
+                    if s is None or not len(s):
+                        continue
+                    # one run: a colour per series; several runs: a colour per run, lighter per series
+                    shade = (PALETTE[j % len(PALETTE)] if len(self.runs) == 1
+                             else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
+                    label = key if len(self.runs) == 1 else f"{key} · {run.name}"
+                    self._trace(label, run, s, shade, plot_w, index)
+                if "val/loss" in panel.keys:
+                    self._best_marks(run, rgb)
+            self._cursor_line(index)
+            lim = implot.get_plot_limits()
+            self._limits[index] = (lim.x.min, lim.x.max)
+            implot.end_plot()
+        notes = [panel.note] if panel.note else []
+        if panel.options.get("group") == "grad":
+            notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
+        for n in notes:
+            imgui.text_wrapped(n)
+
+    def _trace(self, label, run, s, rgb, plot_w, index) -> None:
+        x, y = self._xy(run, s)
+        ok = np.isfinite(x)
+        x, y, ph = x[ok], y[ok], s.placeholder[ok]
+        if not len(x):
+            return
+        lim = self._limits.get(index)
+        visible = len(x) if lim is None else int(np.sum((x >= lim[0]) & (x <= lim[1])))
+        if visible > 3 * plot_w:  # a million-step trace: per-column min..max, so no spike vanishes
+            x0, x1 = (float(x[0]), float(x[-1])) if lim is None else (max(lim[0], x[0]), min(lim[1], x[-1]))
+            c, lo, hi = model.reduce_columns(x, np.where(ph, np.nan, y), x0, x1, plot_w)
+            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
+            implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
+            implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
+        else:
+            yy = np.where(ph, np.nan, y)  # a placeholder is not part of the measured trace
+            implot.plot_line(label, x, yy, _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+        if ph.any():
+            implot.plot_scatter(f"{label} placeholder (not a measurement)", x[ph], y[ph],
+                                _spec((0.6, 0.6, 0.6), marker=implot.Marker_.square))
+        bad = ~np.isfinite(y)
+        if bad.any():
+            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", x[bad], _spec((1.0, 0.2, 0.8), alpha=0.7))
+        if self.smoothing > 0:
+            implot.plot_line(f"{label} smoothed", x, model.smooth(np.where(ph, np.nan, y), self.smoothing),
+                             _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5))
+
+    def _best_marks(self, run: Run, rgb) -> None:
+        steps, acc = run.best_so_far()
+        if len(steps):
+            x = run.coordinate(self.axis, steps)
+            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
+            marks = model.best_marks(run)
+            bx = run.coordinate(self.axis, np.array([marks.best_step]))
+            implot.plot_scatter(f"best{' (saved)' if marks.best_saved else ' (NOT saved)'} · {run.name}",
+                                bx, np.array([marks.best_value]),
+                                _spec((1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3),
+                                      marker=implot.Marker_.diamond))
+        if run.snapshots:
+            sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
+            implot.plot_inf_lines(f"saved snapshots · {run.name}", sx[np.isfinite(sx)],
+                                  _spec((0.5, 0.9, 0.5), alpha=0.45))
+        r = run.step_range
+        if r:
+            implot.tag_x(float(run.coordinate(self.axis, np.array([r[1]]))[0]), _col(rgb, 0.8))
+
+    def _histogram_panel(self, panel: model.Panel, index: int) -> None:
+        key = panel.keys[0]
+        imgui.text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
+                                  if self.hist_mode == "offset" else ""))
+        for k, run in enumerate(self.runs):
+            frames = run.histograms.get(key, [])
+            f, text = model.frame_reading(run, frames, self.axis, self.cursor)
+            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            if f is not None:
+                imgui.same_line()
+                imgui.text(f"  outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
+                           + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
+        if self.hist_mode == "time":
+            return self._histogram_time(panel, index)
+        h = (PANEL_HEIGHT - 20 * len(self.runs)) // max(1, len(self.runs))
+        for k, run in enumerate(self.runs):
+            frames = run.histograms.get(key, [])
+            step = run.to_step(self.axis, self.cursor)
+            if not frames or step is None:
+                continue
+            stack = model.histogram_stack(frames, step, self.history)
+            if implot.begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
+                implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
+                                  implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+                peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
+                for i, f in enumerate(stack):
+                    age = len(stack) - 1 - i
+                    alpha = 1.0 if age == 0 else 0.15 + 0.6 * (1 - age / max(1, len(stack)))
+                    off = (i * 0.35 * peak) if self.hist_mode == "offset" else 0.0
+                    ys = np.concatenate([f.counts, f.counts[-1:]]).astype(np.float64) + off
+                    implot.plot_stairs(f"step {f.step}{' (newest)' if age == 0 else ''}",
+                                       f.edges.astype(np.float64), ys,
+                                       _spec(PALETTE[k % len(PALETTE)], alpha=alpha,
+                                             weight=2.0 if age == 0 else 1.0))
+                implot.end_plot()
+
+    def _histogram_time(self, panel: model.Panel, index: int) -> None:
+        from ..views import Heatmap
+
+        key = panel.keys[0]
+        for k, run in enumerate(self.runs):
+            frames = run.histograms.get(key, [])
+            frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
+            if not frames:
+                continue
+            # bins (highest value at the top) x frames
+            counts = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
+            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step),
+                                lambda c=counts: self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
+                                                                 max(64, min(600, 8 * c.shape[1])), 200))
+            if implot.begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
+                implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
+                                  implot.AxisFlags_.auto_fit)
+                xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
+                e0, e1 = float(frames[0].edges[0]), float(frames[0].edges[-1])
+                implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
+                                  implot.Point(float(xs[-1]) + 1e-9, e1))
+                self._cursor_line(1000 + index * 16 + k)
+                implot.end_plot()
+
+    def _array_panel(self, panel: model.Panel, index: int) -> None:
+        key = panel.keys[0]
+        imgui.text(panel.title)
+        for k, run in enumerate(self.runs):
+            if k:
+                imgui.same_line()
+            imgui.begin_group()
+            f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
+            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            if f is not None:
+                ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
+                                              f"example {f.example}" if f.example else "",
+                                              f"shape {tuple(f.array.shape)}") if x)
+                imgui.text_disabled(ident)
+                a = f.array
+                fin = np.isfinite(a)
+                if fin.any():
+                    imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
+                                        + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
+                size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
+                tex = self._texture(("a", k, key), f.step,
+                                    lambda a=a, s=size: self._draw_view(self._array_view(a), s, s))
+                imgui.image(tex, imgui.ImVec2(*tex.size))
+            imgui.end_group()
+
+    def _confusion_panel(self, panel: model.Panel, index: int) -> None:
+        from ..views import Confusion
+
+        key = panel.keys[0]
+        imgui.text_wrapped(panel.title + " — row-normalised; rows: true class, columns: predicted")
+        for k, run in enumerate(self.runs):
+            imgui.begin_group()
+            f, text = model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor)
+            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            if f is not None:
+                tex = self._texture(("c", k, key), f.step, lambda m=f.matrix: self._draw_view(
+                    Confusion(m.astype(np.float32), normalize="row"), 160, 160))
+                imgui.image(tex, imgui.ImVec2(*tex.size))
+            imgui.end_group()
+            imgui.same_line()
+        steps_axis = model.AXIS_LABELS[self.axis]
+        if implot.begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
+            implot.setup_axes(steps_axis, "recall (—) / precision (- -)", 0, 0)
+            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
+            for run in self.runs:
+                steps, recall, precision, names = run.recall_precision(key)
+                if not len(steps):
+                    continue
+                x = run.coordinate(self.axis, steps)
+                for c, name in enumerate(names):
+                    rgb = PALETTE[c % len(PALETTE)]
+                    suffix = "" if len(self.runs) == 1 else f" · {run.name}"
+                    implot.plot_line(f"recall {name}{suffix}", x, recall[:, c], _spec(rgb, weight=1.2))
+                    implot.plot_line(f"precision {name}{suffix}", x, precision[:, c], _spec(rgb, 0.5, 1.0))
+            self._cursor_line(2000 + index)
+            implot.end_plot()
+
+    # -- driving it ----------------------------------------------------------------------------
+    def render(self, frames: int = 3) -> np.ndarray:
+        """Draw offscreen (``frames`` frames: Dear ImGui lays windows out on the first) and
+        return the last as ``(h, w, 4)`` uint8 RGBA."""
+        rgba = None
+        for _ in range(max(2, frames)):
+            self.frame(events=[])
+            rgba = self.ui.render()
+        return rgba
+
+    def save_png(self, path, frames: int = 3) -> Path:
+        from PIL import Image
+
+        rgba = self.render(frames)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rgba, "RGBA").save(path)
+        return path
+
+    def loop(self) -> None:
+        """Run in the window until it is closed."""
+        window = self.ui.window
+        while window.alive:
+            self.frame()
+            self.ui.present()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for _, tex in self._textures.values():
+            tex.close()
+        self._textures.clear()
+        self.ui.close()
+
+
+def open_runs(paths) -> list[Run]:
+    """Load every run at ``paths`` (run directories, files, or directories of runs)."""
+    from ..record import find_runs, load_run
+
+    runs = []
+    for p in paths:
+        found = find_runs(p)
+        if not found:
+            from ..record import RunFileError
+
+            raise RunFileError(f"{p}: no run here (expected a run directory, a run.json, a log.jsonl, "
+                               f"TensorBoard event files, or a directory of runs)")
+        runs.extend(load_run(f) for f in found)
+    names = [r.name for r in runs]
+    for r in runs:  # two runs called "run" side by side need telling apart
+        if names.count(r.name) > 1 and r.source is not None:
+            r.name = f"{r.name} ({Path(r.source).parent.name if r.source.is_file() else r.source.name})"
+    return runs

@@ -1,0 +1,227 @@
+"""The dashboard's rules, apart from any drawing: panels, the cursor, comparisons, markers.
+
+Everything here is plain numpy over :class:`~caliper_vk.record.Run` and is
+tested without a GPU. The rules it enforces:
+
+- the cursor reports **raw** recorded values (never smoothed), each with the
+  step it was recorded at;
+- a cursor outside a run's own range is reported as outside, never
+  extrapolated; each run is read on its own coordinates;
+- a sparse array panel shows the latest frame at or before the cursor and
+  states that frame's step;
+- best-so-far and saved snapshots are separate marks; a best with no
+  snapshot at its step is flagged as having no saved parameters;
+- a missing measurement stays missing: NaN/Inf samples are gaps, placeholders
+  are marked, a metric a run does not have is "not recorded".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..record import Run
+
+AXES = ("step", "epoch", "time")
+AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)"}
+
+
+@dataclass
+class Panel:
+    """One panel: ``kind`` is "scalar" (metrics overlaid), "histogram", "array" or "confusion"."""
+
+    title: str
+    kind: str
+    keys: list[str]
+    note: str = ""
+    options: dict = field(default_factory=dict)
+
+
+# Panel groups in the order a reader needs them (the chapter's order: losses, task metric, recipe,
+# then inside the update, then the machine).
+_GROUPS = [
+    ("loss", "Loss", lambda k: k in ("train/loss", "val/loss", "train/loss_epoch_mean")),
+    ("metrics", "Task metrics", lambda k: (k.startswith(("val/", "train/", "test/")) and not k.endswith("loss")
+                                           and "loss_epoch_mean" not in k)),
+    ("lr", "Learning rate per group", lambda k: k.startswith("lr/")),
+    ("grad", "Gradient norm (global)", lambda k: k in ("grad_norm/global", "grad_norm/global_preclip")),
+    ("grad_params", "Gradient norm per parameter", lambda k: k.startswith("grad_norm/") and "global" not in k),
+    ("weight", "Weight norm per parameter", lambda k: k.startswith("weight_norm/")),
+    ("ratio", "Update / weight ratio", lambda k: k.startswith("update_ratio/")),
+    ("act_std", "Activation std (validation forward)", lambda k: k.startswith("act/std/")),
+    ("act_zero", "Activation zero fraction", lambda k: k.startswith("act/zero_frac/")),
+    ("dead", "Dead units (zero for every inspected example)", lambda k: k.startswith("act/dead_frac/")),
+    ("throughput", "Throughput", lambda k: k.startswith("throughput/")),
+    ("time", "Step time split", lambda k: k.startswith("time/")),
+    ("memory", "Memory", lambda k: k.startswith("memory/")),
+    ("plateau", "Plateau counter", lambda k: k.startswith("plateau/")),
+]
+_SKIP = ("clip/", "act/dead_units/")
+
+
+def default_panels(runs: list[Run]) -> list[Panel]:
+    """Every recorded quantity of ``runs`` as a panel, grouped; the first three (loss, task
+    metrics, learning rate) are the ones a dashboard opens with."""
+    keys = sorted({k for r in runs for k in r.metrics})
+    used: set[str] = set()
+    panels = []
+    for gid, title, match in _GROUPS:
+        ks = [k for k in keys if k not in used and not k.startswith(_SKIP) and match(k)]
+        if not ks:
+            continue
+        used.update(ks)
+        note = ""
+        if "train/loss_epoch_mean" in ks:
+            note = "epoch train loss = mean of the recorded step losses"
+        panels.append(Panel(title, "scalar", ks, note, {"group": gid}))
+    rest = [k for k in keys if k not in used and not k.startswith(_SKIP)]
+    for k in rest:
+        panels.append(Panel(k, "scalar", [k], "", {"group": "other"}))
+    for name in sorted({k for r in runs for k in r.histograms}):
+        panels.append(Panel(f"Histogram {name}", "histogram", [name]))
+    for name in sorted({k for r in runs for k in r.arrays}):
+        panels.append(Panel(f"Array {name}", "array", [name]))
+    for name in sorted({k for r in runs for k in r.confusions}):
+        panels.append(Panel(f"Confusion {name}", "confusion", [name]))
+    return panels
+
+
+@dataclass
+class Reading:
+    """What the cursor reports for one run in one series."""
+
+    run: str
+    key: str
+    state: str  # "value", "outside", "before-first", "not-recorded"
+    step: int | None = None
+    value: float | None = None
+    placeholder: bool = False
+    text: str = ""
+
+
+def _fmt(v: float) -> str:
+    if v is None:
+        return "—"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "−Inf"
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.4e}"
+    return f"{v:.6g}"
+
+
+def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
+    """The raw value of ``key`` in ``run`` at cursor coordinate ``x`` on ``axis``: the last
+    sample at or before the cursor's step, with that sample's step."""
+    s = run.metrics.get(key)
+    if s is None:
+        return Reading(run.name, key, "not-recorded", text="not recorded")
+    step = run.to_step(axis, x)
+    if step is None:
+        r = run.step_range
+        span = f"steps {r[0]}–{r[1]}" if r else "no steps"
+        lo_hi = run.coordinate(axis, np.array(r, dtype=float)) if r else None
+        where = (f"{axis} {lo_hi[0]:.4g}–{lo_hi[1]:.4g}" if lo_hi is not None and axis != "step"
+                 and np.all(np.isfinite(lo_hi)) else span)
+        return Reading(run.name, key, "outside", text=f"outside this run ({where})")
+    i = s.at(step)
+    if i is None:
+        return Reading(run.name, key, "before-first", text=f"before its first sample (step {int(s.step[0])})")
+    v = float(s.value[i])
+    ph = bool(s.placeholder[i])
+    text = f"{_fmt(v)} at step {int(s.step[i])}" + (" (placeholder, not a measurement)" if ph else "")
+    return Reading(run.name, key, "value", int(s.step[i]), v, ph, text)
+
+
+def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object | None, str]:
+    """The latest frame at or before the cursor, and the sentence that states its step."""
+    if not frames:
+        return None, "not recorded"
+    step = run.to_step(axis, x)
+    if step is None:
+        return None, "cursor outside this run"
+    f = run.frame_at(frames, step)
+    if f is None:
+        return None, f"no frame yet (first at step {frames[0].step})"
+    cursor = math.floor(step)
+    same = "" if f.step == cursor else f" (latest at or before cursor step {cursor})"
+    return f, f"frame from step {f.step}{same}"
+
+
+def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
+    """Exponential moving average drawn *beside* the raw trace (alpha: weight of the history,
+    0 = none). NaN samples are skipped, not propagated; they stay gaps in the raw trace."""
+    out = np.empty(len(values), dtype=np.float64)
+    acc = None
+    for i, v in enumerate(values):
+        if np.isfinite(v):
+            acc = v if acc is None else alpha * acc + (1 - alpha) * v
+        out[i] = np.nan if acc is None else acc
+    return out
+
+
+def reduce_columns(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: int):
+    """Per-column min / max / last of the samples in [x0, x1] over ``columns`` columns (a
+    million-step trace drawn without losing a spike). Columns without samples are NaN."""
+    keep = (x >= x0) & (x <= x1) & np.isfinite(y)
+    xs, ys = x[keep], y[keep]
+    col = np.clip(((xs - x0) * (columns / max(x1 - x0, 1e-300))).astype(np.int64), 0, columns - 1)
+    lo = np.full(columns, np.nan)
+    hi = np.full(columns, np.nan)
+    if len(col):
+        np.fmin.at(lo, col, ys)
+        np.fmax.at(hi, col, ys)
+    centers = x0 + (np.arange(columns) + 0.5) * (x1 - x0) / columns
+    return centers, lo, hi
+
+
+@dataclass
+class BestMarks:
+    best_step: int | None
+    best_value: float | None
+    best_saved: bool
+    latest_step: int | None
+    snapshots: list[int]
+    text: str
+
+
+def best_marks(run: Run, metric: str | None = None) -> BestMarks:
+    """Best-so-far and saved-state marks for ``run``: where the best is, whether parameters were
+    saved there, and where the latest state is."""
+    snaps = [s for s, _ in run.snapshots]
+    r = run.step_range
+    latest = r[1] if r else None
+    steps, acc = run.best_so_far(metric)
+    if not len(steps):
+        return BestMarks(None, None, False, latest, snaps, "no validation measurements: no best-so-far")
+    b = run.best_step(metric)
+    saved = b in snaps
+    before = [s for s in snaps if s < b]
+    after = [s for s in snaps if s > b]
+    text = f"best {_fmt(float(acc[-1]))} at step {b}"
+    if saved:
+        text += " (saved)"
+    else:
+        near = ", ".join(f"step {s}" for s in (before[-1:] + after[:1]))
+        text += " — no saved parameters at the best" + (f" (nearest snapshots: {near})" if near else "")
+    if latest is not None and latest != b:
+        text += f"; latest state: step {latest}"
+    return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
+
+
+def clipping_text(run: Run) -> str | None:
+    c = run.clipping()
+    if c is None:
+        return None
+    return (f"{c['at_cap']} of {c['recorded']} recorded norms at the cap {c['cap']:g} "
+            f"({100 * c['fraction']:.0f}%), minimum {_fmt(c['min'])}")
+
+
+def histogram_stack(frames: list, upto_step: float, count: int) -> list:
+    """The last ``count`` histogram frames at or before ``upto_step``, oldest first (for overlay and
+    offset views: fading means age)."""
+    chosen = [f for f in frames if f.step <= upto_step]
+    return chosen[-count:]

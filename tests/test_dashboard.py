@@ -1,0 +1,127 @@
+"""The dashboard: its rules (cursor, comparison, markers) without a GPU, and the headless PNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from caliper_vk.dashboard import model
+from caliper_vk.record import Recorder, load_run
+
+
+def _run(tmp_path, name, steps, spe=10, val_every=10, snaps=(), val=None, nan_at=None):
+    rec = Recorder(tmp_path / name, steps_per_epoch=spe)
+    rec.log({"grad_norm/global": 0.0}, placeholder=("grad_norm/global",))
+    for s in range(1, steps + 1):
+        rec.advance()
+        loss = float("nan") if s == nan_at else 10.0 / s + (5.0 if s == 37 else 0.0)
+        rec.log({"train/loss": loss, "grad_norm/global": 1.0 + s % 3})
+        if s % val_every == 0:
+            v = val[s // val_every - 1] if val else 1.0 / s
+            rec.log(val_loss=v)
+            if s in snaps:
+                rec.snapshot(f"s{s}.pt")
+            rec.histogram("weights/w", np.linspace(-1, 1, 50) * s / steps)
+            rec.probe("act", np.full((2, 3), float(s)), module="relu1", example="val[0]")
+    rec.close()
+    return load_run(tmp_path / name)
+
+
+def test_cursor_reads_raw_values_never_smoothed(tmp_path):
+    run = _run(tmp_path, "a", 50)
+    r = model.read_cursor(run, "train/loss", "step", 37.6)
+    assert (r.state, r.step) == ("value", 37) and r.value == pytest.approx(10 / 37 + 5)  # the spike, raw
+    sm = model.smooth(run.metrics["train/loss"].value, 0.9)
+    assert sm[36] != pytest.approx(r.value)  # the smoothed line differs; the cursor does not use it
+    r0 = model.read_cursor(run, "grad_norm/global", "step", 0)
+    assert r0.placeholder and "placeholder" in r0.text
+    assert model.read_cursor(run, "val/loss", "step", 5).state == "before-first"
+    assert model.read_cursor(run, "nope", "step", 5).text == "not recorded"
+
+
+def test_comparison_never_extrapolates(tmp_path):
+    long, short = _run(tmp_path, "long", 100), _run(tmp_path, "short", 40)
+    a = model.read_cursor(long, "train/loss", "step", 80)
+    b = model.read_cursor(short, "train/loss", "step", 80)
+    assert a.state == "value" and a.step == 80
+    assert b.state == "outside" and b.value is None and "steps 0–40" in b.text
+    # each run on its own coordinates: epoch 3 is step 30 in both (10 steps per epoch)
+    assert model.read_cursor(short, "train/loss", "epoch", 3.0).step == 30
+    assert model.read_cursor(short, "train/loss", "epoch", 4.5).state == "outside"
+    f, text = model.frame_reading(short, short.arrays["act"], "step", 80)
+    assert f is None and "outside" in text
+
+
+def test_sparse_frames_state_their_step(tmp_path):
+    run = _run(tmp_path, "a", 50)
+    f, text = model.frame_reading(run, run.arrays["act"], "step", 27)
+    assert f.step == 20 and text == "frame from step 20 (latest at or before cursor step 27)"
+    f, text = model.frame_reading(run, run.arrays["act"], "step", 30)
+    assert f.step == 30 and text == "frame from step 30"
+    f, text = model.frame_reading(run, run.arrays["act"], "step", 5)
+    assert f is None and "first at step 10" in text
+    stack = model.histogram_stack(run.histograms["weights/w"], 35, 2)
+    assert [h.step for h in stack] == [20, 30]
+
+
+def test_best_between_snapshots_is_flagged(tmp_path):
+    run = _run(tmp_path, "a", 60, snaps=(20, 50), val=[1.0, 0.8, 0.5, 0.7, 0.6, 0.9])
+    marks = model.best_marks(run)
+    assert (marks.best_step, marks.best_value, marks.best_saved) == (30, 0.5, False)
+    assert "no saved parameters" in marks.text and "step 20" in marks.text and "step 50" in marks.text
+    assert "latest state: step 60" in marks.text
+    run2 = _run(tmp_path, "b", 60, snaps=(30,), val=[1.0, 0.8, 0.5, 0.7, 0.6, 0.9])
+    assert model.best_marks(run2).best_saved
+
+
+def test_missing_measurements_stay_missing(tmp_path):
+    run = _run(tmp_path, "a", 20, nan_at=7)
+    r = model.read_cursor(run, "train/loss", "step", 7)
+    assert r.state == "value" and np.isnan(r.value) and "NaN" in r.text
+    sm = model.smooth(run.metrics["train/loss"].value, 0.5)
+    assert np.isfinite(sm[6])  # the smoothed line skips it; the raw trace keeps the gap
+    assert not run.finite
+
+
+def test_column_reduction_keeps_spikes():
+    x = np.arange(1_000_000, dtype=np.float64)
+    y = np.zeros_like(x)
+    y[123_457] = 50.0
+    y[999_999] = -3.0
+    c, lo, hi = model.reduce_columns(x, y, 0, 999_999, 500)
+    assert len(c) == 500 and hi.max() == 50.0 and lo.min() == -3.0
+    assert int(np.argmax(hi)) == 123_457 * 500 // 1_000_000
+
+
+def test_default_panels_group_and_label(tmp_path):
+    run = _run(tmp_path, "a", 20)
+    titles = [p.title for p in model.default_panels([run])]
+    assert titles[0] == "Loss" and "Histogram weights/w" in titles and "Array act" in titles
+
+
+def test_headless_dashboard_png(tmp_path, capsys):
+    from PIL import Image
+
+    from caliper_vk.cli import main
+
+    _run(tmp_path, "a", 60, snaps=(20,))
+    _run(tmp_path, "b", 30)
+    out = tmp_path / "dash.png"
+    assert main(["view", str(tmp_path / "a"), str(tmp_path / "b"), "--png", str(out), "--size", "1200x800",
+                 "--all", "--cursor", "45"]) == 0
+    assert "2 run(s)" in capsys.readouterr().out
+    img = np.asarray(Image.open(out))
+    assert img.shape == (800, 1200, 4)
+    assert len(np.unique(img.reshape(-1, 4), axis=0)) > 50  # plots, text and arrays, not a blank frame
+
+
+def test_view_errors_are_one_line(tmp_path, capsys):
+    from caliper_vk.cli import main
+
+    assert main(["view", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("caliper: error:") and "no such file" in err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "run.json").write_text('{"schema": "caliper-run/9"}')
+    assert main(["view", str(tmp_path / "bad"), "--png", str(tmp_path / "x.png")]) == 2
+    assert "caliper-run/1" in capsys.readouterr().err
