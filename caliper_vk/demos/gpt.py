@@ -5,7 +5,8 @@ context 64 by default) trains on Shakespeare's plays (:mod:`.shakespeare`, or
 any text with ``--text``). One session shows, every optimizer step:
 
 - **attention**, one panel per layer, a tile per head: the attention
-  probabilities of a fixed probe passage (query row, key column). The probe's
+  probabilities of a fixed probe passage (query row, key column; each head's
+  colours span its own range, so weak heads stay visible). The probe's
   forward pass writes them into ``caliper_vk.empty`` tensors under
   ``panel.writing()``, so the renderer reads them in place (zero-copy) and
   never sees a half-written step;
@@ -14,8 +15,8 @@ any text with ``--text``). One session shows, every optimizer step:
   next-character distribution at each probe position; the grid shows the top
   character coloured by its probability (a textgrid panel; the values are
   attached in place, the characters set with ``set_tokens``);
-- **samples** regenerated every ``sample_every`` steps from a fixed prompt
-  (a host-fed text panel);
+- **samples** regenerated every ``sample_every`` steps from a newline, at
+  temperature 0.8 with a generator seeded by the step (a host-fed text panel);
 - the **loss** curve (raw, with an EMA line over it).
 
 With a display it draws in a window; without one it writes a PNG frame every
@@ -93,20 +94,19 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
                       save_every=0 if windowed else every, title="Caliper · gpt")
     # what the renderer reads in place: attention per layer (heads, query, key) and the lens values
     attn = [empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
-    attn_panels = [session.attach(a, "images", name=f"attention L{i + 1}, {cfg.n_head} heads "
-                                  "(row: query, column: key; each head to its max)",
-                                  normalize="tile", colormap="magma")
+    attn_panels = [session.attach(a, "images", normalize="tile", colormap="magma",
+                                  name=f"attention L{i + 1}: {cfg.n_head} heads (row query, col key)")
                    for i, a in enumerate(attn)]
     lens = empty((cfg.n_layer + 1, n_lens))
     lens_panel = session.attach(
-        lens, "textgrid", name="logit lens: top next char after each layer (colour: its probability)",
+        lens, "textgrid", name="logit lens: top next char, colour = probability",
         ids=np.zeros((cfg.n_layer + 1, n_lens), np.int64), vocab=data.vocab,
         row_labels=[f"L{i}" for i in range(cfg.n_layer + 1)], col_labels=probe[:n_lens],
         margin_top=LABEL_ROOM)
     samples = Text("", max_entries=8)
-    session.add(samples, name=f"samples every {sample_every} steps (temperature 0.8)")
+    session.add(samples, name=f"samples (every {sample_every} steps)")
     loss_view = Curve(smoothing=0.95)
-    session.add(loss_view, name="training loss (raw, and an EMA line)")
+    session.add(loss_view, name="loss (raw + EMA)")
     st = session.status()
     log(f"caliper: device {st.device}; training text: {origin} ({len(text):,} characters, "
         f"{len(data.vocab)} distinct)")
@@ -141,7 +141,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
                 sample = data.decode(net.generate(prompt, sample_chars,
                                                   torch.Generator().manual_seed(seed + step)))
                 sample_log.append((step, sample))
-                loss_note = f" · loss {losses[-1]:.2f}" if losses else ""
+                loss_note = f", loss {losses[-1]:.2f}" if losses else ""
                 samples.append(compact(sample), header=f"-- step {step}{loss_note} --")
             if losses:
                 loss_view.set_data(np.asarray(losses, np.float32))
