@@ -239,6 +239,7 @@ class Dashboard:
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
         if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
+            implot.setup_legend(implot.Location_.north_east)
             if self.axis == "step" and any(r.progress_epoch is not None for r in self.runs):
                 implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
                 lim = self._limits.get(index)
@@ -335,12 +336,14 @@ class Dashboard:
                            + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
         if self.hist_mode == "time":
             return self._histogram_time(panel, index)
-        h = (PANEL_HEIGHT - 20 * len(self.runs)) // max(1, len(self.runs))
+        live = [run for run in self.runs
+                if run.histograms.get(key) and run.to_step(self.axis, self.cursor) is not None]
+        h = (PANEL_HEIGHT - 20 * len(self.runs)) // max(1, len(live))
         for k, run in enumerate(self.runs):
-            frames = run.histograms.get(key, [])
-            step = run.to_step(self.axis, self.cursor)
-            if not frames or step is None:
+            if run not in live:
                 continue
+            frames = run.histograms[key]
+            step = run.to_step(self.axis, self.cursor)
             stack = model.histogram_stack(frames, step, self.history)
             if implot.begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
                 implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
