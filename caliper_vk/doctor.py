@@ -9,12 +9,13 @@ Metal interop — with the reason whenever one is unavailable.
 from __future__ import annotations
 
 import importlib.util
+import os
 import platform
 import shutil
 from dataclasses import dataclass
 
 from .engine import Instance
-from .engine.instance import DEVICE_ENV, VALIDATION_LAYER, validation_layer_available
+from .engine.instance import DEVICE_ENV, FAST_MATH_ENV, VALIDATION_LAYER, validation_layer_available
 
 
 @dataclass
@@ -45,9 +46,21 @@ def _cuda_interop(info) -> Capability:
     if not torch.cuda.is_available():
         return Capability(name, False, f"torch {torch.__version__} has no usable CUDA device")
     if importlib.util.find_spec("cuda") is None:
-        return Capability(name, False, "cuda-python is not installed (pip install cuda-python)")
-    return Capability(name, True, f"{mem_ext} + {sem_ext}; torch CUDA {torch.version.cuda}; "
-                      "the interop exporter itself arrives with the GPU-interop work")
+        return Capability(name, False, "cuda-python is not installed (pip install cuda-python); "
+                          "CUDA tensors use host staging")
+    from .exporters import cuda
+
+    try:
+        uuids = {i: cuda.Gpu.get(cuda.driver(), i).uuid for i in range(torch.cuda.device_count())}
+    except cuda.CudaInteropError as exc:
+        return Capability(name, False, str(exc))
+    same = [i for i, u in uuids.items() if u == info.device_uuid]
+    if not same:
+        return Capability(name, False, f"no CUDA device has {info.name}'s UUID "
+                          f"{info.device_uuid.hex()}; set {DEVICE_ENV} to the NVIDIA Vulkan device")
+    return Capability(name, True, f"{mem_ext} + {sem_ext}; cuda:{same[0]} is this GPU (UUID match); "
+                      f"torch CUDA {torch.version.cuda}; caliper_vk.empty(device='cuda') is zero-copy, "
+                      "other CUDA tensors an on-device copy")
 
 
 def _metal_interop(info) -> Capability:
@@ -56,7 +69,23 @@ def _metal_interop(info) -> Capability:
         return Capability(name, False, f"Metal exists only on macOS (this is {platform.system()})")
     if not info.has("VK_EXT_metal_objects"):
         return Capability(name, False, f"{info.name} lacks VK_EXT_metal_objects (MoltenVK >= 1.2.0)")
-    return Capability(name, True, "VK_EXT_metal_objects (MoltenVK)")
+    if importlib.util.find_spec("torch") is None:
+        return Capability(name, False, "torch is not installed")
+    import torch
+
+    from .exporters.mps import torch_supported
+
+    why = torch_supported(torch.__version__)
+    if why:
+        return Capability(name, False, why)
+    if not torch.backends.mps.is_available():
+        return Capability(name, False, f"torch {torch.__version__} has no usable MPS device")
+    fast = os.environ.get(FAST_MATH_ENV, "0")
+    if fast not in ("0", "false", "no"):
+        return Capability(name, False, f"{FAST_MATH_ENV}={fast}: MoltenVK fast math breaks exact views; "
+                          "unset it")
+    return Capability(name, True, "VK_EXT_metal_objects (MoltenVK); MPS tensors zero-copy, "
+                      "host sync (torch.mps.synchronize + fence); fast math off")
 
 
 def capabilities(info) -> list[Capability]:
@@ -72,7 +101,8 @@ def capabilities(info) -> list[Capability]:
     caps.append(Capability(
         "opaque-fd import", fd,
         "VK_KHR_external_memory_fd" + (" + VK_KHR_external_semaphore_fd"
-                                        if info.has("VK_KHR_external_semaphore_fd") else "")
+                                        if info.has("VK_KHR_external_semaphore_fd") else
+                                        " (no VK_KHR_external_semaphore_fd: no shared timeline)")
         if fd else "the driver lacks VK_KHR_external_memory_fd"))
     caps.append(Capability(
         "timeline semaphores", info.timeline_semaphore,
