@@ -3,6 +3,7 @@
 
 from .confusion import Confusion
 from .curve import Curve
+from .custom import CustomPanel
 from .heatmap import Heatmap
 from .histogram import Histogram
 from .images import Images
@@ -29,5 +30,5 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Confusion", "Curve", "Heatmap", "Histogram", "Images", "PointCloud",
+__all__ = ["VIEWS", "Confusion", "Curve", "CustomPanel", "Heatmap", "Histogram", "Images", "PointCloud",
            "Text", "TextGrid", "UnknownViewError", "make_view"]
