@@ -125,6 +125,28 @@ def test_canvas_shown_as_texture_equals_canvas_pixels():
         assert np.array_equal(b[9:45, 4:64], second)
 
 
+def test_canvas_texture_follows_a_replaced_canvas():
+    values = np.random.default_rng(4).standard_normal((8, 8)).astype(np.float32)
+    current = {}
+
+    def relayout(w, h):  # what a session does on resize: a new canvas
+        if current:
+            current["canvas"].close()
+        current["canvas"] = Canvas(w, h)
+        current["canvas"].add(Heatmap(values))
+        return current["canvas"].render()
+
+    with ImGuiRenderer(size=(64, 48)) as ui:
+        first = relayout(20, 10)
+        tex = ui.add_canvas_texture(lambda: current["canvas"])
+        a = frames(ui, lambda: imgui.get_foreground_draw_list().add_image(tex, (0, 0), tex.size), n=2)
+        assert np.array_equal(a[:10, :20], first)
+        second = relayout(30, 16)
+        b = frames(ui, lambda: imgui.get_foreground_draw_list().add_image(tex, (0, 0), tex.size))
+        assert tex.size == (30, 16) and np.array_equal(b[:16, :30], second)
+        current["canvas"].close()
+
+
 def test_programmatic_mouse_hovers_and_clicks_a_button():
     state = {"clicks": 0, "hovered": False}
 

@@ -116,14 +116,24 @@ class UITexture(imgui.ImTextureRef):
             raise ValueError("this texture shows a canvas; it cannot be updated from the host")
         self.texture.update(_rgba(pixels), x, y)
 
-    def _refresh(self) -> None:
-        """Follow a canvas that replaced its image (a new layout), before each frame."""
+    def _refresh(self, resize: bool) -> None:
+        """Follow a canvas that replaced its image (a new layout).
+
+        Called by ``new_frame`` (``resize=True``: a new size makes a new
+        texture id, before the UI code uses it) and before drawing
+        (``resize=False``: draw commands already hold the id, so a size change
+        mid-frame shows the last contents once and is taken up next frame).
+        """
         if self.source is None:
             return
-        image = getattr(self.source, "image", self.source)
+        image = _image_of(self.source)
         if image is None or getattr(image, "handle", None) is None:
-            raise ValueError("a canvas texture's canvas was closed; add_canvas_texture() the new one")
+            raise ValueError("a canvas texture's canvas was closed; add_canvas_texture() the new one, or "
+                             "pass a function that returns the current canvas")
         if image is self.texture.source:
+            return
+        if (image.width, image.height) != self.size and not resize:
+            self.texture.unlink()
             return
         if (image.width, image.height) != self.size:
             old = self.texture
@@ -254,6 +264,8 @@ class ImGuiRenderer:
         self._last_time = now
         io.delta_time = max(float(dt), 1e-6)  # imgui requires a positive step
         self.feed(events)
+        for tex in list(self._user):
+            tex._refresh(resize=True)
         imgui.new_frame()
         return events
 
@@ -294,7 +306,7 @@ class ImGuiRenderer:
         data = imgui.get_draw_data()
         self._service_textures(data)
         for tex in list(self._user):
-            tex._refresh()
+            tex._refresh(resize=False)
         lists = []
         for dl in data.cmd_lists:
             vtx, idx = dl.vtx_buffer, dl.idx_buffer
@@ -387,12 +399,15 @@ class ImGuiRenderer:
     def add_canvas_texture(self, canvas, filter: str = "nearest") -> UITexture:
         """A texture showing a live engine canvas (or any RGBA8 engine image), copied on the GPU.
 
-        Follows the canvas when it replaces its image (a new layout). The
-        canvas must be on this renderer's device and drawn before each frame
-        that shows it.
+        ``canvas`` is a :class:`~caliper_vk.engine.Canvas`, an engine image, or
+        a function returning either, called before every frame -- e.g.
+        ``lambda: session.canvas``, which follows a session that replaces its
+        canvas on re-layout (a new size makes a new texture; the
+        :class:`UITexture` keeps working). The canvas must be on this
+        renderer's device and submitted before each frame that shows it.
         """
         self._activate()
-        image = getattr(canvas, "image", canvas)
+        image = _image_of(canvas)
         if getattr(image, "handle", None) is None:
             raise ValueError("the canvas is closed (or is not an engine Canvas / image)")
         if image.device is not self.device:
@@ -432,6 +447,13 @@ class ImGuiRenderer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _image_of(source):
+    """The engine image behind a canvas texture's source (a canvas, an image, or a function of either)."""
+    if callable(source):
+        source = source()
+    return getattr(source, "image", source)
 
 
 def _pixels(tex) -> np.ndarray:
