@@ -1,6 +1,7 @@
 """caliper_vk.engine — the Vulkan core.
 
-Device, memory, images, sync, shaders, compute passes and the canvas. It knows
+Device, memory, images, sync, shaders, compute passes, the canvas, and the
+overlay renderer (textured triangle lists for Dear ImGui / ImPlot). It knows
 nothing of torch, views or runs (a test guards that); it is shipped inside the
 package as ``caliper_vk.engine`` and is never importable as a bare ``engine``.
 """
@@ -13,23 +14,30 @@ from .device import Device
 from .image import StorageImage
 from .instance import Instance, NoDeviceError, PhysicalDeviceInfo
 from .memory import Buffer
+from .overlay import VERTEX_DTYPE, DrawCommand, DrawList, Overlay
 from .shaders import ShaderCompileError
 from .sync import TimelineSemaphore
+from .texture import Texture
 
 __all__ = [
+    "VERTEX_DTYPE",
     "Buffer",
     "Canvas",
     "ComputePipeline",
     "DescriptorSet",
     "Device",
+    "DrawCommand",
+    "DrawList",
     "Instance",
     "NoDeviceError",
+    "Overlay",
     "Panel",
     "PhysicalDeviceInfo",
     "Recorder",
     "Rect",
     "ShaderCompileError",
     "StorageImage",
+    "Texture",
     "TimelineSemaphore",
     "VulkanError",
     "default_device",

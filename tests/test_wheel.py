@@ -25,7 +25,7 @@ def test_wheel_ships_spirv_and_no_top_level_engine(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     spv = [n for n in names if n.endswith(".spv")]
     assert {Path(n).stem for n in spv} >= {"pointcloud_splat", "pointcloud_resolve", "heatmap",
-                                           "heatmap_stats"}
+                                           "heatmap_stats", "overlay_vs", "overlay_fs", "textgrid"}
     assert all(n.startswith("caliper_vk/engine/shaders/spv/") for n in spv)
     assert "caliper_vk/assets/glyphs.npz" in names  # the baked glyph atlas
     assert not any(n.startswith("engine/") for n in names)
