@@ -1,0 +1,81 @@
+"""Example runs: real training scripts, their bundled recordings, and one command to regenerate them.
+
+``python -m caliper_vk.runs`` trains every example below with fixed seeds on
+the CPU and writes ``examples/<name>/run.json`` (and, for two of them, a few
+parameter snapshots) — the files ``caliper view`` opens when given no run
+(:func:`example_paths`). All of them together take well under a minute on
+two cores.
+
+===================== ================================================================
+``digits_mlp``        MLP on the 8x8 digits; ``relu1``/``relu2`` activation statistics,
+                      dead units and hidden-state probes; 4 snapshots
+``digits_cnn``        small CNN; kernels and feature maps of a fixed digit; two named
+                      parameter groups (head rate 5x) with a step schedule; 3 snapshots
+``reverse_transformer`` 2-block, 2-head transformer reversing 8-letter strings; attention
+                      probes per layer and head; gradient clipping; warm-up + cosine
+``sweep_lr1e-5``      the digits MLP at learning rate 1e-5: hardly moves
+``sweep_width2``      the digits MLP 2 units wide: improves, slowly
+``sweep_width256_n40`` 256 units wide on 40 training examples: validation loss rises
+                      above its best while training loss falls
+``sweep_lr1``         learning rate 1: loss spikes into the hundreds, units die, and
+                      the run still ends complete with every value finite
+===================== ================================================================
+
+Snapshots: the bundled runs keep their ``rec.save`` files (``snapshots/*.pt``,
+state dicts of 4-16 KB each), because a snapshot record must name a file that
+exists; the sweep and the transformer save none. Everything else of a run
+is in its ``run.json``; the crash-safe ``log.jsonl`` it was exported from is
+deleted (see :func:`.common.scrub`, which also removes host names and paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import digits_cnn, digits_mlp, reverse_transformer
+
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One bundled run: ``train(out_dir, name=, stop_after=, on_step=)`` records it."""
+
+    name: str
+    train: Callable[..., Path]
+    summary: str
+
+
+def _mlp(cfg):
+    return lambda out_dir, **kw: digits_mlp.train(out_dir, cfg, **kw)
+
+
+EXAMPLES: dict[str, Example] = {e.name: e for e in [
+    Example("digits_mlp", _mlp(digits_mlp.MAIN), "digits MLP, relu1/relu2 probes"),
+    Example("digits_cnn", digits_cnn.train, "digits CNN, kernels and feature maps"),
+    Example("reverse_transformer", reverse_transformer.train, "string reversal, attention probes, clipping"),
+    *(Example(name, _mlp(cfg), summary) for (name, cfg), summary in zip(digits_mlp.SWEEP.items(), [
+        "sweep: learning rate 1e-5", "sweep: width 2", "sweep: width 256 on 40 examples",
+        "sweep: learning rate 1"], strict=True)),
+]}
+
+
+def example_paths(directory=None) -> list[Path]:
+    """The ``run.json`` of every bundled example run, in the order of :data:`EXAMPLES`.
+
+    Raises ``FileNotFoundError`` naming the missing runs (an install without its
+    package data, or a checkout where they were deleted) and the command that
+    regenerates them.
+    """
+    root = Path(directory) if directory is not None else EXAMPLES_DIR
+    paths = [root / name / "run.json" for name in EXAMPLES]
+    missing = [p.parent.name for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"example runs {', '.join(missing)} are missing from {root}; regenerate them "
+                                f"with: python -m caliper_vk.runs")
+    return paths
+
+
+__all__ = ["EXAMPLES", "EXAMPLES_DIR", "Example", "example_paths"]
