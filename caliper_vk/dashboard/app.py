@@ -89,6 +89,7 @@ class Dashboard:
                                            for run in runs if run.step_range] or [0.0]))
         self._textures: dict = {}
         self._limits: dict = {}
+        self._cache: dict = {}
         self.closed = False
 
     # -- engine-drawn arrays -----------------------------------------------------------------
@@ -276,17 +277,34 @@ class Dashboard:
         for n in notes:
             imgui.text_wrapped(n)
 
+    def _series(self, run, s):
+        """(x, y, placeholder) of a series on the current axis, finite x only; cached per axis."""
+        key = ("xy", id(run), s.name, self.axis)
+        hit = self._cache.get(key)
+        if hit is None:
+            x, y = self._xy(run, s)
+            ok = np.isfinite(x)
+            hit = self._cache[key] = (x[ok], y[ok], s.placeholder[ok])
+        return hit
+
     def _trace(self, label, run, s, rgb, plot_w, index) -> None:
-        x, y = self._xy(run, s)
-        ok = np.isfinite(x)
-        x, y, ph = x[ok], y[ok], s.placeholder[ok]
+        x, y, ph = self._series(run, s)
         if not len(x):
             return
         lim = self._limits.get(index)
-        visible = len(x) if lim is None else int(np.sum((x >= lim[0]) & (x <= lim[1])))
+        if lim is None:
+            visible = len(x)
+        else:
+            visible = int(np.searchsorted(x, lim[1], side="right") - np.searchsorted(x, lim[0]))
         if visible > 3 * plot_w:  # a million-step trace: per-column min..max, so no spike vanishes
             x0, x1 = (float(x[0]), float(x[-1])) if lim is None else (max(lim[0], x[0]), min(lim[1], x[-1]))
-            c, lo, hi = model.reduce_columns(x, np.where(ph, np.nan, y), x0, x1, plot_w)
+            ckey = ("cols", id(run), s.name, self.axis, round(x0, 9), round(x1, 9), plot_w)
+            cols = self._cache.get(ckey)
+            if cols is None:
+                if len(self._cache) > 512:
+                    self._cache.clear()
+                cols = self._cache[ckey] = model.reduce_columns(x, np.where(ph, np.nan, y), x0, x1, plot_w)
+            c, lo, hi = cols
             implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
             implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
             implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
