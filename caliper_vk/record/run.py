@@ -178,7 +178,12 @@ class Run:
         """How many recorded norms equal the clipping cap (within 1e-5 relative: torch's
         ``clip_grad_norm_`` scales to ``cap / (norm + 1e-6)``) or exceed it, and the minimum norm."""
         s = self.metrics.get(metric)
-        cap = cap if cap is not None else (self.config.get("clip") if isinstance(self.config, dict) else None)
+        if cap is None:
+            recorded = self.metrics.get("clip/threshold")
+            if recorded is not None and len(recorded):
+                cap = float(recorded.value[-1])
+            elif isinstance(self.config, dict) and isinstance(self.config.get("clip"), int | float):
+                cap = float(self.config["clip"])
         if s is None or cap is None:
             return None
         _, v = s.measured()

@@ -318,6 +318,7 @@ class Watcher:
         handles = [named[m].register_forward_hook(
             lambda mod, a, out, m=m: captured.__setitem__(m, out.detach().cpu().numpy())) for m in modules]
         was_training = self.model.training
+        start = time.perf_counter()
         stats = {k: (s.count, s.zeros, s.sum, s.sumsq, s.alive) for k, s in self._stats.items()}
         try:
             self.model.eval()
@@ -331,6 +332,7 @@ class Watcher:
                 st = self._stats[k]
                 st.count, st.zeros, st.sum, st.sumsq, st.alive = c, z, s1, s2, alive
             self._eval_started = None
+            self._eval_time += time.perf_counter() - start  # a probe forward is not data wait
         for m, a in captured.items():
             self.rec.probe(f"{name}/{m}", a, module=m, example=example_name, kind=name)
         return captured
