@@ -241,7 +241,10 @@ class Dashboard:
         if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
             implot.setup_legend(implot.Location_.north_east)
-            if self.axis == "step" and any(r.progress_epoch is not None for r in self.runs):
+            spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
+            # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
+            # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
+            if self.axis == "step" and len(spes) == 1 and None not in spes:
                 implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
                 lim = self._limits.get(index)
                 run = next(r for r in self.runs if r.progress_epoch is not None)
