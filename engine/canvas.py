@@ -35,7 +35,7 @@ import numpy as np
 
 from .commands import Recorder
 from .device import Device
-from .image import StorageImage
+from .image import StorageImage, write_png
 from .memory import Buffer
 
 GAP_COLOR = (10, 10, 12, 255)
@@ -290,13 +290,7 @@ class Canvas:
 
     def save_png(self, path, rgba: np.ndarray | None = None) -> Path:
         """Render (unless ``rgba`` is given) and write a PNG; returns the path."""
-        from PIL import Image
-
-        rgba = self.render() if rgba is None else rgba
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rgba, "RGBA").save(path)
-        return path
+        return write_png(path, self.render() if rgba is None else rgba)
 
     def close(self, close_panels: bool = True) -> None:
         """Release the canvas (and its drawables, unless ``close_panels=False``)."""

@@ -8,6 +8,8 @@ layout for its whole life after the first transition.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import vulkan as vk
 
 from ._vk import new
@@ -29,42 +31,10 @@ class StorageImage:
             raise ValueError(f"image size must be positive, got {width}x{height}")
         self.device = device
         self.width, self.height, self.format = int(width), int(height), fmt
-        dev = device.handle
-        info = new(
-            "VkImageCreateInfo",
-            imageType=vk.VK_IMAGE_TYPE_2D,
-            format=fmt,
-            extent=new("VkExtent3D", width=self.width, height=self.height, depth=1),
-            mipLevels=1,
-            arrayLayers=1,
-            samples=vk.VK_SAMPLE_COUNT_1_BIT,
-            tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=vk.VK_IMAGE_USAGE_STORAGE_BIT
-            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
-            | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
-            initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        )
-        self.handle = vk.vkCreateImage(dev, info, None)
-        req = vk.vkGetImageMemoryRequirements(dev, self.handle)
-        index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)
-        self.memory = vk.vkAllocateMemory(
-            dev, new("VkMemoryAllocateInfo", allocationSize=req.size, memoryTypeIndex=index), None
-        )
-        vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
-        self._allocated = int(req.size)
-        device.account(self._allocated)
-        self.view = vk.vkCreateImageView(
-            dev,
-            new(
-                "VkImageViewCreateInfo",
-                image=self.handle,
-                viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
-                format=fmt,
-                subresourceRange=subresource_range(),
-            ),
-            None,
-        )
+        usage = (vk.VK_IMAGE_USAGE_STORAGE_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+                 | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
+        self.handle, self.memory, self._allocated = create_image(device, self.width, self.height, fmt, usage)
+        self.view = create_view(device, self.handle, fmt)
         self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
 
     def close(self) -> None:
@@ -88,6 +58,43 @@ class StorageImage:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def create_image(device: Device, width: int, height: int, fmt: int, usage: int, flags: int = 0):
+    """A 2-D optimal-tiling image in its own device-local memory, counted in the device's
+    memory statistics: ``(image, memory, allocated bytes)``. The caller destroys all three
+    (and calls ``device.account(-allocated)``)."""
+    dev = device.handle
+    handle = vk.vkCreateImage(dev, new(
+        "VkImageCreateInfo", flags=flags, imageType=vk.VK_IMAGE_TYPE_2D, format=fmt,
+        extent=new("VkExtent3D", width=int(width), height=int(height), depth=1), mipLevels=1,
+        arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
+        sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED), None)
+    req = vk.vkGetImageMemoryRequirements(dev, handle)
+    memory = vk.vkAllocateMemory(dev, new(
+        "VkMemoryAllocateInfo", allocationSize=req.size,
+        memoryTypeIndex=device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)), None)
+    vk.vkBindImageMemory(dev, handle, memory, 0)
+    device.account(int(req.size))
+    return handle, memory, int(req.size)
+
+
+def create_view(device: Device, image, fmt: int, components=None):
+    """A 2-D colour view of ``image`` in ``fmt`` (identity swizzle unless ``components``)."""
+    extra = {} if components is None else {"components": components}
+    return vk.vkCreateImageView(device.handle, new(
+        "VkImageViewCreateInfo", image=image, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt,
+        subresourceRange=subresource_range(), **extra), None)
+
+
+def write_png(path, rgba) -> Path:
+    """Write ``(h, w, 4)`` uint8 RGBA as a PNG, creating the folder; returns the path."""
+    from PIL import Image
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(rgba, "RGBA").save(path)
+    return path
 
 
 def subresource_range():

@@ -51,8 +51,8 @@ from .canvas import default_device
 from .commands import Recorder
 from .device import Device
 from .graphics import TARGET_FORMAT, VERTEX_DTYPE, overlay_pipeline
-from .image import RGBA8_UINT, subresource_range
-from .memory import DEVICE_LOCAL, Buffer
+from .image import RGBA8_UINT, create_image, create_view, write_png
+from .memory import Buffer
 from .texture import Texture, record_links, record_uploads
 
 __all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay"]
@@ -124,29 +124,12 @@ class OverlayTarget:
         self.width, self.height = int(width), int(height)
         self.format = TARGET_FORMAT
         dev = device.handle
-        self.handle = vk.vkCreateImage(dev, new(
-            "VkImageCreateInfo", flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT,
-            imageType=vk.VK_IMAGE_TYPE_2D, format=TARGET_FORMAT,
-            extent=new("VkExtent3D", width=self.width, height=self.height, depth=1), mipLevels=1,
-            arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT
-            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED), None)
-        req = vk.vkGetImageMemoryRequirements(dev, self.handle)
-        self.memory = vk.vkAllocateMemory(dev, new(
-            "VkMemoryAllocateInfo", allocationSize=req.size,
-            memoryTypeIndex=device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)), None)
-        vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
-        self._allocated = int(req.size)
-        device.account(self._allocated)
-
-        def view(fmt):
-            return vk.vkCreateImageView(dev, new(
-                "VkImageViewCreateInfo", image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_2D, format=fmt,
-                subresourceRange=subresource_range()), None)
-
-        self.attachment_view = view(TARGET_FORMAT)
-        self.view = view(RGBA8_UINT)
+        self.handle, self.memory, self._allocated = create_image(
+            device, self.width, self.height, TARGET_FORMAT,
+            vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT
+            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT, flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT)
+        self.attachment_view = create_view(device, self.handle, TARGET_FORMAT)
+        self.view = create_view(device, self.handle, RGBA8_UINT)
         self.framebuffer = vk.vkCreateFramebuffer(dev, new(
             "VkFramebufferCreateInfo", renderPass=render_pass, attachmentCount=1,
             pAttachments=[self.attachment_view], width=self.width, height=self.height, layers=1), None)
@@ -413,13 +396,7 @@ class Overlay:
 
     def save_png(self, path, rgba: np.ndarray | None = None) -> Path:
         """Render (unless ``rgba`` is given) and write a PNG; returns the path."""
-        from PIL import Image
-
-        rgba = self.render() if rgba is None else rgba
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rgba, "RGBA").save(path)
-        return path
+        return write_png(path, self.render() if rgba is None else rgba)
 
     # -- lifetime ----------------------------------------------------------------------------
     def _check_live(self) -> None:

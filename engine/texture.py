@@ -38,8 +38,8 @@ import vulkan as vk
 from ._vk import ffi, new
 from .device import Device
 from .graphics import FILTERS, overlay_pipeline
-from .image import subresource_range
-from .memory import DEVICE_LOCAL, Buffer
+from .image import create_image, create_view, subresource_range
+from .memory import Buffer
 
 FORMATS = {"rgba8": (vk.VK_FORMAT_R8G8B8A8_UNORM, 4), "alpha8": (vk.VK_FORMAT_R8_UNORM, 1)}
 MAX_SIZE = 16384
@@ -92,27 +92,15 @@ class Texture:
         self._pending: list[tuple[np.ndarray, int, int, int, int]] = []  # (bytes, x, y, w, h)
         pipeline = overlay_pipeline(device)
         dev = device.handle
-        self.handle = vk.vkCreateImage(dev, new(
-            "VkImageCreateInfo", imageType=vk.VK_IMAGE_TYPE_2D, format=self.vk_format,
-            extent=new("VkExtent3D", width=self.width, height=self.height, depth=1), mipLevels=1,
-            arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL,
-            usage=vk.VK_IMAGE_USAGE_SAMPLED_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
-            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=_UNDEFINED), None)
-        req = vk.vkGetImageMemoryRequirements(dev, self.handle)
-        self.memory = vk.vkAllocateMemory(dev, new(
-            "VkMemoryAllocateInfo", allocationSize=req.size,
-            memoryTypeIndex=device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)), None)
-        vk.vkBindImageMemory(dev, self.handle, self.memory, 0)
-        self._allocated = int(req.size)
-        device.account(self._allocated)
+        self.handle, self.memory, self._allocated = create_image(
+            device, self.width, self.height, self.vk_format,
+            vk.VK_IMAGE_USAGE_SAMPLED_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
         swizzle = vk.VK_COMPONENT_SWIZZLE_IDENTITY
         components = new("VkComponentMapping", r=swizzle, g=swizzle, b=swizzle, a=swizzle)
         if format == "alpha8":
             one = vk.VK_COMPONENT_SWIZZLE_ONE
             components = new("VkComponentMapping", r=one, g=one, b=one, a=vk.VK_COMPONENT_SWIZZLE_R)
-        self.view = vk.vkCreateImageView(dev, new(
-            "VkImageViewCreateInfo", image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_2D,
-            format=self.vk_format, components=components, subresourceRange=subresource_range()), None)
+        self.view = create_view(device, self.handle, self.vk_format, components)
         size = new("VkDescriptorPoolSize", type=vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
                    descriptorCount=1)
         self._pool = vk.vkCreateDescriptorPool(dev, new(

@@ -473,13 +473,9 @@ class Dashboard:
         return rgba
 
     def save_png(self, path, frames: int = 3) -> Path:
-        from PIL import Image
+        from ..engine.image import write_png
 
-        rgba = self.render(frames)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(rgba, "RGBA").save(path)
-        return path
+        return write_png(path, self.render(frames))
 
     def loop(self) -> None:
         """Run in the window until it is closed."""
