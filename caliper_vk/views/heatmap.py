@@ -34,6 +34,26 @@ POSINF_COLOR = (255, 255, 255, 255)
 NEGINF_COLOR = (0, 255, 255, 255)
 
 
+
+def record_stats_pass(rec, stats_set, stats_buffer, n: int) -> None:
+    """Record the value-statistics pass (heatmap_stats.comp) over ``n`` elements: clear the
+    counters, start the min key at the top, and dispatch. Shared by heatmap and textgrid."""
+    rec.fill(stats_buffer, 0)
+    rec.fill(stats_buffer, 0xFFFFFFFF, offset=20, size=4)  # the min key starts at the top
+    rec.barrier()
+    rec.dispatch(stats_set, *groups_1d(-(-n // STATS_PER_INVOCATION)))
+
+
+def reference_stats(flat: np.ndarray, lo, hi) -> dict:
+    """The stats pass's counts, in numpy: NaN, ±Inf, and finite values below ``lo`` / above ``hi``."""
+    cls = _exact.classify(flat)
+    fin = _exact.ftz(np.where(cls == _exact.FINITE, flat, F32(0)))
+    finite = cls == _exact.FINITE
+    return {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
+            "neginf": int((cls == _exact.NEGINF).sum()),
+            "below": int((finite & (fin < lo)).sum()),
+            "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
+
 class Heatmap(RangedView):
     """A 2-D array drawn as a grid of coloured cells.
 
@@ -125,10 +145,7 @@ class Heatmap(RangedView):
         raster = pipeline(self.device, "heatmap", ["buffer"] * 3 + ["image"]).bind(
             [b["params"], data, b["colors"], self.target])
         self._sets = [stats, raster]
-        rec.fill(b["stats"], 0)
-        rec.fill(b["stats"], 0xFFFFFFFF, offset=20, size=4)  # the min key starts at the top
-        rec.barrier()
-        rec.dispatch(stats, *groups_1d(-(-self.source.array.size // STATS_PER_INVOCATION)))
+        record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 
@@ -153,12 +170,7 @@ class Heatmap(RangedView):
         rows, cols = self.data.shape
         flat = self.data.reshape(-1)
         cls = _exact.classify(flat)
-        fin = _exact.ftz(np.where(cls == _exact.FINITE, flat, F32(0)))
-        finite = cls == _exact.FINITE
-        stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
-                 "neginf": int((cls == _exact.NEGINF).sum()),
-                 "below": int((finite & (fin < lo)).sum()),
-                 "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
+        stats = reference_stats(flat, lo, hi)
         if flat.size == 0:
             rgba = np.empty((height, width, 4), np.uint8)
             rgba[:] = BACKGROUND

@@ -30,10 +30,10 @@ import numpy as np
 from .. import colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
-from ._base import RangedView, groups_1d, lut_scale, pipeline, resolve_range
+from ._base import RangedView, lut_scale, pipeline, resolve_range
 from ._source import Source
 from .heatmap import (HM_BASE, HM_DTYPE, HM_HI, HM_LO, HM_N, N_PARAMS as HM_N_PARAMS, NAN_COLOR,
-                      NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_PER_INVOCATION)
+                      NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, record_stats_pass, reference_stats)
 
 F32 = np.float32
 (TG_ROWS, TG_COLS, TG_W, TG_H, TG_RECT_X, TG_RECT_Y, TG_BASE, TG_DTYPE, TG_LO, TG_SCALE, TG_GX, TG_GY,
@@ -390,10 +390,7 @@ class TextGrid(RangedView):
         draw = pipeline(self.device, "textgrid", ["buffer"] * 5 + ["image"]).bind(
             [b["params"], data, b["colors"], b["strings"], b["atlas"], self.target])
         self._sets = [stats, draw]
-        rec.fill(b["stats"], 0)
-        rec.fill(b["stats"], 0xFFFFFFFF, offset=20, size=4)
-        rec.barrier()
-        rec.dispatch(stats, *groups_1d(-(-self.source.array.size // STATS_PER_INVOCATION)))
+        record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 
@@ -416,12 +413,7 @@ class TextGrid(RangedView):
                                                             _exact.f32_bits(self.range[1])))
         flat = self.data.reshape(-1)
         cls = _exact.classify(flat)
-        fin = _exact.ftz(np.where(cls == _exact.FINITE, flat, F32(0)))
-        finite = cls == _exact.FINITE
-        stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
-                 "neginf": int((cls == _exact.NEGINF).sum()),
-                 "below": int((finite & (fin < lo)).sum()),
-                 "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
+        stats = reference_stats(flat, lo, hi)
         out = np.full((height, width), p[TG_BG], np.uint32)
         if lay["empty"]:
             return _exact.unpack_rgba(out), stats
