@@ -12,15 +12,14 @@ contact sheet of six moments closes the run.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from ..engine import Canvas
-from ..session import Session, display_available
 from ..views import PointCloud
+from ._live import demo_session, hold_window, progress_bar
 
 
 def _data():
@@ -68,19 +67,13 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
     if steps < 1 or every < 1:
         raise ValueError("--steps and --every must be positive")
     out = Path(out_dir)
-    frames_dir = out / "frames"
-    frames_dir.mkdir(parents=True, exist_ok=True)
-    for old in frames_dir.glob("frame_*.png"):
-        old.unlink()
     x_np, y_np = _data()
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     embed, head = _model(torch, seed)
     opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
 
-    windowed = display_available() if window is None else window
-    session = Session(window=windowed, size=(width, height), out_dir=None if windowed else frames_dir,
-                      save_every=0 if windowed else every, title="Caliper · digits")
+    session, frames_dir, windowed = demo_session("digits", out, width, height, every, window)
     points = empty((len(x), 3))  # the renderer reads this memory in place
     panel = session.attach(points, "pointcloud", name="bottleneck", labels=y_np, point_size_px=4,
                            pitch_deg=18.0, yaw_deg=35.0)
@@ -91,11 +84,7 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
                        f"no display: writing a frame every {every} steps to {frames_dir}/"))
 
     snapshots: list[tuple[int, np.ndarray]] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=steps, desc="digits", unit="step", file=sys.stderr, leave=False)
+    bar = progress_bar(progress, steps, "digits")
     interrupted = False
     loss = torch.tensor(float("nan"))
     t_start = time.perf_counter()
@@ -131,11 +120,7 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
         acc = float((head(embed(x)).argmax(1) == y).float().mean())
     seen = points.numpy().copy()  # exactly the memory the renderer read
     score = separation(seen, y_np)
-    if windowed and not interrupted and session.window is not None and session.window.alive:
-        log("caliper: training finished; close the window to exit")
-        while session.window.alive:
-            session.step(steps)
-            time.sleep(1 / 60)
+    hold_window(session, windowed, interrupted, steps, log)
     status = session.status()
     final = out / "final.png"
     session.save_png(final)

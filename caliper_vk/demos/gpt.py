@@ -26,15 +26,14 @@ With a display it draws in a window; without one it writes a PNG frame every
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..session import Session, display_available
 from ..views import Curve, Text
 from . import shakespeare
+from ._live import demo_session, hold_window, progress_bar
 from .chargpt import CharData, CharGPT, Config, logit_lens
 
 PROMPT = "\n"
@@ -85,13 +84,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     prompt = data.encode(PROMPT if PROMPT in data.index else text[0])
 
     out = Path(out_dir)
-    frames_dir = out / "frames"
-    frames_dir.mkdir(parents=True, exist_ok=True)
-    for old in frames_dir.glob("frame_*.png"):
-        old.unlink()
-    windowed = display_available() if window is None else window
-    session = Session(window=windowed, size=(width, height), out_dir=None if windowed else frames_dir,
-                      save_every=0 if windowed else every, title="Caliper · gpt")
+    session, frames_dir, windowed = demo_session("gpt", out, width, height, every, window)
     # what the renderer reads in place: attention per layer (heads, query, key) and the lens values
     attn = [empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
     attn_panels = [session.attach(a, "images", normalize="tile", colormap="magma",
@@ -118,11 +111,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
 
     losses: list[float] = []
     sample_log: list[tuple[int, str]] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=steps, desc="gpt", unit="step", file=sys.stderr, leave=False)
+    bar = progress_bar(progress, steps, "gpt")
     interrupted = False
     t_start = time.perf_counter()
     try:
@@ -170,11 +159,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     elapsed = time.perf_counter() - t_start
     lens_seen = lens.numpy().copy()  # exactly the memory the renderer read
     lens_tokens = lens_panel.view.tokens
-    if windowed and not interrupted and session.window is not None and session.window.alive:
-        log("caliper: training finished; close the window to exit")
-        while session.window.alive:
-            session.step(steps)
-            time.sleep(1 / 60)
+    hold_window(session, windowed, interrupted, steps, log)
     status = session.status()
     final = out / "final.png"
     session.save_png(final)
