@@ -89,6 +89,37 @@ def steps_per_epoch(n: int, size: int) -> int:
     return math.ceil(n / size)
 
 
+def train_loop(rec, watcher, model, opt, *, seed: int, epochs: int, stop_after: int | None, n: int,
+               batch: int, loss_of, validate, on_step=None, sched=None, clip: bool = False,
+               snapshot_epochs=(), out_dir: Path | None = None) -> Path:
+    """The example runs' training loop: validate at step 0, then per epoch shuffled batches of
+    ``n`` examples (``loss_of(idx)`` gives the loss; clipping through the watcher when ``clip``;
+    ``sched`` stepped per update), the training loss logged after each update, validation and
+    the epoch's end recorded, snapshots saved at ``snapshot_epochs``. Returns ``run.json``."""
+    validate()
+    gen = torch.Generator().manual_seed(seed + 1)
+    last = epochs if stop_after is None else min(epochs, stop_after)
+    for epoch in range(1, last + 1):
+        for idx in batches(n, batch, gen):
+            loss = loss_of(idx)
+            opt.zero_grad()
+            loss.backward()
+            if clip:
+                watcher.clip_grad_norm_()
+            opt.step()
+            if sched is not None:
+                sched.step()
+            rec.log({"train/loss": loss})
+            if on_step:
+                on_step(rec.steps_per_epoch * last)
+        validate()
+        rec.end_epoch()
+        if epoch in snapshot_epochs:
+            rec.save(model, Path(out_dir) / "snapshots" / f"epoch{epoch:03d}.pt")
+    watcher.remove()
+    return rec.close()
+
+
 def evaluate(model, split: Split, watcher, batch: int = 512) -> tuple[float, float, torch.Tensor]:
     """Mean cross-entropy, accuracy and predictions on ``split`` in one validation pass
     (``watcher.validation()``: eval mode, no gradients, activation statistics recorded)."""

@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional
 
 from ..record import Recorder, watch
-from .common import DIGIT_CLASSES, batches, define_common, deterministic, digits_split, evaluate
+from .common import DIGIT_CLASSES, define_common, deterministic, digits_split, evaluate, train_loop
 from .common import steps_per_epoch as count_steps
 
 
@@ -95,22 +95,9 @@ def train(out_dir, cfg: CNNConfig = CNNConfig(), name: str = "digits_cnn", stop_
                           kind="kernel")
             w.capture(probe_x, ["features.relu1", "features.relu2"], name="feature_map", example_name=example)
 
-        validate()
-        gen = torch.Generator().manual_seed(cfg.seed + 1)
-        last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
-        for epoch in range(1, last + 1):
-            for idx in batches(len(train_split), cfg.batch, gen):
-                loss = functional.cross_entropy(model(train_split.x[idx]), train_split.y[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                rec.log({"train/loss": loss})
-                if on_step:
-                    on_step(spe * last)
-            validate()
-            rec.end_epoch()
-            if epoch in cfg.snapshot_epochs:
-                rec.save(model, out_dir / "snapshots" / f"epoch{epoch:03d}.pt")
-        w.remove()
-        return rec.close()
+        return train_loop(
+            rec, w, model, opt, seed=cfg.seed, epochs=cfg.epochs, stop_after=stop_after, n=len(train_split),
+            batch=cfg.batch, loss_of=lambda idx: functional.cross_entropy(model(train_split.x[idx]),
+                                                                          train_split.y[idx]),
+            validate=validate, on_step=on_step, sched=sched, snapshot_epochs=cfg.snapshot_epochs,
+            out_dir=out_dir)

@@ -39,7 +39,7 @@ from torch import nn
 from torch.nn import functional
 
 from ..record import Recorder, watch
-from .common import Split, batches, define_common, deterministic, evaluate
+from .common import Split, define_common, deterministic, evaluate, train_loop
 from .common import steps_per_epoch as count_steps
 
 LETTERS = "abcdefgh"
@@ -159,23 +159,10 @@ def train(out_dir, cfg: TransformerConfig = TransformerConfig(), name: str = "re
                           classes=list(LETTERS))
             w.capture(probe, softmaxes, name="attention", example_name=f"probe string {cfg.probe!r}")
 
-        validate()
-        gen = torch.Generator().manual_seed(cfg.seed + 1)
-        last = cfg.epochs if stop_after is None else min(cfg.epochs, stop_after)
-        for _ in range(last):
-            for idx in batches(cfg.train_size, cfg.batch, gen):
-                logits = model(train_split.x[idx])
-                targets = train_split.y[idx].reshape(-1)
-                loss = functional.cross_entropy(logits.reshape(-1, len(LETTERS)), targets)
-                opt.zero_grad()
-                loss.backward()
-                w.clip_grad_norm_()
-                opt.step()
-                sched.step()
-                rec.log({"train/loss": loss})
-                if on_step:
-                    on_step(spe * last)
-            validate()
-            rec.end_epoch()
-        w.remove()
-        return rec.close()
+        def loss_of(idx):
+            logits = model(train_split.x[idx])
+            return functional.cross_entropy(logits.reshape(-1, len(LETTERS)), train_split.y[idx].reshape(-1))
+
+        return train_loop(rec, w, model, opt, seed=cfg.seed, epochs=cfg.epochs, stop_after=stop_after,
+                          n=cfg.train_size, batch=cfg.batch, loss_of=loss_of, validate=validate,
+                          on_step=on_step, sched=sched, clip=True)
