@@ -42,6 +42,17 @@ def _rss_bytes() -> float | None:
         return None
 
 
+def _norms(tensors) -> list[float]:
+    """L2 norms (in float64) of ``tensors``, read back to the host in one transfer: one
+    device synchronisation per step instead of one per parameter."""
+    import torch
+
+    norms = [torch.linalg.vector_norm(t.detach().double()) for t in tensors]
+    if not norms:
+        return []
+    return torch.stack([n.to(norms[0].device) for n in norms]).tolist()  # a model may span devices
+
+
 def unit_axis(shape) -> int:
     """Which axis of an activation holds its units: features of (B, F), the last axis of
     (B, T, F) sequences, channels of (B, C, H, W)."""
@@ -174,10 +185,8 @@ class Watcher:
         values = {}
         total = 0.0
         with torch.no_grad():
-            for p, name in self._params():
-                if p.grad is None:
-                    continue
-                n = float(torch.linalg.vector_norm(p.grad.detach().double()))
+            params = [(p, name) for p, name in self._params() if p.grad is not None]
+            for (p, name), n in zip(params, _norms(p.grad for p, _ in params), strict=True):
                 values[f"grad_norm/{name}"] = n
                 total += n * n
                 if self.update_ratio:
@@ -203,13 +212,16 @@ class Watcher:
         if self.update_ratio and self._before:
             num = den = 0.0
             with torch.no_grad():
-                for p, name in self._params():
-                    before = self._before.pop(id(p), None)
-                    w = float(torch.linalg.vector_norm(p.detach().double()))
+                params = list(self._params())
+                befores = [self._before.pop(id(p), None) for p, _ in params]
+                moved = [(p, b) for (p, _), b in zip(params, befores, strict=True) if b is not None]
+                weights = _norms(p for p, _ in params)
+                deltas = iter(_norms(p.detach().double() - b.double() for p, b in moved))
+                for (_, name), before, w in zip(params, befores, weights, strict=True):
                     values[f"weight_norm/{name}"] = w
                     den += w * w
                     if before is not None:
-                        d = float(torch.linalg.vector_norm(p.detach().double() - before.double()))
+                        d = next(deltas)
                         values[f"update_ratio/{name}"] = d / max(w, EPS)
                         num += d * d
             values["weight_norm/global"] = den ** 0.5
