@@ -2,9 +2,7 @@
 (plain rectangles, 1:1 nearest images, canvases shown as textures), reproducible everywhere,
 driven by programmatic input, and shown in a window under Xvfb equal to the offscreen frame."""
 
-import os
 import shutil
-import subprocess
 import time
 
 import numpy as np
@@ -18,6 +16,7 @@ from caliper_vk.engine.overlay import VERTEX_DTYPE, DrawCommand, DrawList, Overl
 from caliper_vk.engine.texture import Texture
 from caliper_vk.engine.window import Event
 from images import assert_same_image
+from xvfb import xvfb
 
 DT = 1.0 / 60.0
 
@@ -239,21 +238,7 @@ def test_window_shows_the_frame(tmp_path, artifacts):
 
     from caliper_vk.engine.window import Window
 
-    r, w = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-                            pass_fds=(w,), stderr=subprocess.DEVNULL)
-    os.close(w)
-    number = b""
-    while not number.endswith(b"\n"):  # Xvfb writes its display number once it is ready
-        chunk = os.read(r, 16)
-        if not chunk:
-            break
-        number += chunk
-    os.close(r)
-    display = ":" + number.decode().strip()
-    old = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = display
-    try:
+    with xvfb("640x480x24") as display:
         window = Window((240, 160), title="imgui")
         try:
             with ImGuiRenderer(window=window) as ui:
@@ -277,10 +262,3 @@ def test_window_shows_the_frame(tmp_path, artifacts):
                 assert_same_image(rgb, frame, artifacts)
         finally:
             window.close()
-    finally:
-        if old is None:
-            os.environ.pop("DISPLAY", None)
-        else:
-            os.environ["DISPLAY"] = old
-        xvfb.terminate()
-        xvfb.wait(timeout=10)

@@ -1,8 +1,6 @@
 """The live window under Xvfb: what is on screen equals the rendered canvas, byte for byte."""
 
-import os
 import shutil
-import subprocess
 import time
 
 import numpy as np
@@ -12,6 +10,7 @@ import torch
 import caliper_vk as cv
 from caliper_vk.engine.window import Event
 from images import assert_same_image
+from xvfb import xvfb
 
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None,
                                 reason="Xvfb is not installed (apt-get install xvfb)")
@@ -19,27 +18,8 @@ pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None,
 
 @pytest.fixture(scope="module")
 def display():
-    r, w = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1280x1024x24",
-                             "-nolisten", "tcp"], pass_fds=(w,), stderr=subprocess.DEVNULL)
-    os.close(w)
-    number = b""
-    while not number.endswith(b"\n"):
-        chunk = os.read(r, 16)
-        if not chunk:
-            break
-        number += chunk
-    os.close(r)
-    name = f":{number.decode().strip()}"
-    old = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = name
-    yield name
-    if old is None:
-        os.environ.pop("DISPLAY", None)
-    else:
-        os.environ["DISPLAY"] = old
-    proc.terminate()
-    proc.wait(timeout=10)
+    with xvfb() as name:
+        yield name
 
 
 def screenshot(display, session):
