@@ -81,12 +81,10 @@ class Dashboard:
             self.enabled = [p.options.get("group") in ("loss", "metrics", "lr") for p in self.panels]
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
-        r = [run.step_range for run in runs if run.step_range]
-        self.cursor = float(cursor) if cursor is not None else (
-            float(max(x[1] for x in r)) if r else 0.0)
-        if axis != "step" and cursor is None:
-            self.cursor = float(np.nanmax([run.coordinate(axis, np.array([run.step_range[1]]))[0]
-                                           for run in runs if run.step_range] or [0.0]))
+        if cursor is None:  # the latest recorded progress of any run, on the chosen axis
+            ends = [run.coordinate(axis, np.array([run.step_range[1]]))[0] for run in runs if run.step_range]
+            cursor = np.nanmax(ends) if ends and not np.all(np.isnan(ends)) else 0.0
+        self.cursor = float(cursor)
         self._textures: dict = {}
         self._limits: dict = {}
         self._cache: dict = {}
