@@ -403,11 +403,19 @@ class Dashboard:
                 self._cursor_line(1000 + index * 16 + k)
                 implot.end_plot()
 
+    def _runs_with(self, section: str, key: str) -> list[tuple[int, Run]]:
+        """The runs (with their colour index) that recorded ``key``; one line names the others."""
+        having = [(k, run) for k, run in enumerate(self.runs) if getattr(run, section).get(key)]
+        missing = [run.name for run in self.runs if not getattr(run, section).get(key)]
+        if missing and len(self.runs) > 1:
+            imgui.text_disabled(f"not recorded in: {', '.join(missing)}")
+        return having
+
     def _array_panel(self, panel: model.Panel, index: int) -> None:
         key = panel.keys[0]
         imgui.text(panel.title)
-        for k, run in enumerate(self.runs):
-            if k:
+        for i, (k, run) in enumerate(self._runs_with("arrays", key)):
+            if i:
                 imgui.same_line()
             imgui.begin_group()
             f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
@@ -433,7 +441,7 @@ class Dashboard:
 
         key = panel.keys[0]
         imgui.text_wrapped(panel.title + " — row-normalised; rows: true class, columns: predicted")
-        for k, run in enumerate(self.runs):
+        for k, run in self._runs_with("confusions", key):
             imgui.begin_group()
             f, text = model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor)
             imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
