@@ -38,9 +38,8 @@ import numpy as np
 from . import exporters
 from .engine import Canvas, Rect, TimelineSemaphore, default_device
 from .engine.external import HostImportError, import_host_pointer
-from .statusbar import FOREGROUND, LABEL_BACKGROUND, StatusBar, TextStrip
-from .statusbar import HEIGHT as STATUS_HEIGHT
-from .views._exact import unpack_rgba
+from . import chrome
+from .chrome import LABEL_BACKGROUND, StatusBar, TextStrip
 from .views import make_view
 from .views._source import Source
 
@@ -115,36 +114,8 @@ class Panel:
         self.producer_writes = 0
         self.error: str | None = None
         self.closed = False
-        self.label = TextStrip(self._label_segments(), background=LABEL_BACKGROUND, fit=True)
-
-    def _label_segments(self) -> list:
-        """The panel's corner label: its name, and a legend or the value range."""
-        grey = (150, 150, 158, 255)
-        segments = [(self.name, FOREGROUND)]
-        view = self.view
-        labels = getattr(view, "labels", None)
-        if labels is not None:
-            classes = np.unique(labels[labels != 0xFFFFFFFF])
-            if 0 < len(classes) <= 20:
-                palette = unpack_rgba(view._palette)
-                segments.append(("  ", grey))
-                segments += [(f"{c} ", tuple(int(v) for v in palette[c % len(palette)]))
-                             for c in classes]
-        elif hasattr(view, "range"):
-            lo, hi = view.range
-            segments.append((f"  {lo:.3g} … {hi:.3g}", grey))
-        stats = getattr(view, "stats", {}) or {}
-        bad = stats.get("nonfinite", 0) + stats.get("nan", 0) + stats.get("posinf", 0) \
-            + stats.get("neginf", 0)
-        if bad:
-            segments.append((f"  {bad} NaN/Inf not drawn" if "nonfinite" in stats
-                             else f"  {bad} NaN/Inf", (255, 120, 255, 255)))
-        outside = stats.get("below", 0) + stats.get("above", 0)
-        if outside:
-            segments.append((f"  {outside} outside the range", (255, 190, 70, 255)))
-        if self.error:
-            segments.append((f"  stopped: {self.error}", (255, 90, 90, 255)))
-        return segments
+        self.label, self.notice = _chrome_for(self)
+        self.title_warnings = (0, 0)
     # -- the producer's side -----------------------------------------------------------
     @contextlib.contextmanager
     def writing(self):
@@ -231,6 +202,38 @@ class Panel:
         self.session._detach(self)
 
 
+def _chrome_for(panel) -> tuple[TextStrip, TextStrip]:
+    """A panel's title bar and the notice shown in its place once it has stopped."""
+    return (TextStrip(*title_items(panel), background=LABEL_BACKGROUND),
+            TextStrip([(panel.error or "", chrome.ERROR)], background=chrome.BACKGROUND, block=True))
+
+
+def _warning_counts(view) -> tuple[int, int]:
+    """(values not drawn as NaN/Inf, values outside the range) from the view's last frame."""
+    stats = getattr(view, "stats", None) or {}
+    return (sum(stats.get(k, 0) for k in ("nonfinite", "nan", "inf", "posinf", "neginf")),
+            stats.get("below", 0) + stats.get("above", 0))
+
+
+def title_items(panel) -> tuple[list, list]:
+    """(left, right) items of a panel's title bar: its name; warnings, then the view's legend."""
+    left = [(panel.name, chrome.FOREGROUND)]
+    if panel.error:
+        return left, [("stopped: " + panel.error.splitlines()[0], chrome.ERROR)]
+    view = panel.view
+    right = []
+    bad, outside = _warning_counts(view)
+    if bad:
+        right.append((f"{bad} NaN/Inf  ", chrome.NONFINITE))
+    if outside:
+        right.append((f"{outside} outside range  ", chrome.WARNING))
+    try:
+        right += view.legend()
+    except Exception as exc:  # a legend must never stop the drawing
+        right.append((f"(no legend: {type(exc).__name__})", chrome.DIM))
+    return left, right
+
+
 class HostPanel:
     """A view fed from the host (``Session.add``): no tensor, no import, no sync."""
 
@@ -246,12 +249,8 @@ class HostPanel:
         self.session, self.name, self.view = session, name, view
         self._tensor = None
         self.closed = False
-        self.label = TextStrip([(name, FOREGROUND)], background=LABEL_BACKGROUND, fit=True)
-
-    def _label_segments(self) -> list:
-        if self.error:
-            return [(self.name, FOREGROUND), (f"  stopped: {self.error}", (255, 90, 90, 255))]
-        return [(self.name, FOREGROUND)]
+        self.label, self.notice = _chrome_for(self)
+        self.title_warnings = (0, 0)
 
     def _refresh(self) -> None:
         pass
@@ -491,6 +490,7 @@ class Session:
         panel.closed = True
         panel.view.close()  # closes the source and its import (deferred until the GPU is done)
         panel.label.close()
+        panel.notice.close()
         if getattr(panel, "_sync", None) is not None:
             panel._sync.close()  # CUDA's import of the semaphore first, then the semaphore
         if panel.semaphore is not None:
@@ -509,7 +509,8 @@ class Session:
         if self.canvas is not None:
             self.canvas.close(close_panels=False)
         self.canvas = Canvas(width, height, device=self.device)
-        area_h = height - STATUS_HEIGHT
+        status_h = chrome.line_height()
+        area_h = height - status_h
         n = len(self.panels)
         if n and area_h > 2 * GAP:
             cols = math.ceil(math.sqrt(n * width / max(area_h, 1)))
@@ -521,14 +522,19 @@ class Session:
                 x1 = (width - GAP) * (c + 1) // cols
                 y0 = GAP + (area_h - GAP) * r // rows
                 y1 = (area_h - GAP) * (r + 1) // rows
-                panel.slot = Rect(x0, y0, max(1, x1 - x0), max(1, y1 - y0))
-                if not getattr(panel.view, "failed", False):  # a failed one: its label says why
-                    self.canvas.place(panel.view, panel.slot)
-        for panel in self.panels:
-            rect = panel.view.rect or getattr(panel, "slot", None)
-            if rect is not None:
-                self.canvas.place(panel.label, rect)
-        self.canvas.place(self.status_bar, Rect(0, height - STATUS_HEIGHT, width, STATUS_HEIGHT))
+                slot = Rect(x0, y0, max(1, x1 - x0), max(1, y1 - y0))
+                # the title bar above the view, unless the slot is too small to share
+                head = chrome.line_height() if slot.height >= 2 * chrome.line_height() else 0
+                body = Rect(slot.x, slot.y + head, slot.width, slot.height - head)
+                panel.slot = slot
+                stopped = panel.error or getattr(panel.view, "failed", False)
+                if stopped:  # the view draws nothing more; the notice says why, in full
+                    panel.notice.set_items([(panel.error or "", chrome.ERROR)])
+                self.canvas.place(panel.notice if stopped else panel.view, body)
+                if head:
+                    self.canvas.place(panel.label, Rect(slot.x, slot.y, slot.width, head))
+        self._layout_due = False
+        self.canvas.place(self.status_bar, Rect(0, height - status_h, width, status_h))
         if self.window:
             self.window.bind_canvas(self.canvas)
 
@@ -560,6 +566,8 @@ class Session:
             self._collect()
         if self.paused:
             return False
+        if self._layout_due:  # a panel stopped: show its notice in its place
+            self._layout()
         self._render_thread = threading.get_ident()
         if self.sync and any(p._writing for p in self.panels):
             for p in self.panels:
@@ -591,12 +599,17 @@ class Session:
             signals.append(pair[1])
             panel.view.data_version = (panel.producer_writes, self.step_count)
         now = time.perf_counter()
-        if now - self._status_time > 0.25 or self.message != self._status_message:
+        periodic = now - self._status_time > 0.25 or self.message != self._status_message
+        if periodic:
             # text is drawn on the host: a few times a second is plenty
             self.status_bar.set_text(self.status().line(), warn=bool(self.message))
             self._status_time, self._status_message = now, self.message
-            for panel in self.panels:
-                panel.label.set_segments(panel._label_segments())
+        for panel in self.panels:
+            # titles: a few times a second, and at once when a warning count changes
+            warnings = _warning_counts(panel.view)
+            if periodic or warnings != panel.title_warnings:
+                panel.title_warnings = warnings
+                panel.label.set_items(*title_items(panel))
         extra = []
         binary_wait, binary_signal = [], []
         if self.window is not None:
@@ -668,6 +681,7 @@ class Session:
 
     def _stop_panel(self, panel: Panel, why: str) -> None:
         panel.error = why
+        self._layout_due = True  # its notice replaces it from the next frame
         self.message = f"{panel.name} stopped"
         print(f"caliper: {why}", file=sys.stderr)
 
@@ -723,6 +737,7 @@ class Session:
             panel.closed = True
             panel.view.close()
             panel.label.close()
+            panel.notice.close()
             if getattr(panel, "_sync", None) is not None:
                 panel._sync.close()
             if panel.semaphore is not None:

@@ -13,17 +13,47 @@ SAMPLE = ("ROMEO: But soft, what light through yonder window breaks?\n"
 
 def test_atlas_is_baked_from_a_real_font():
     atlas, font = glyphs.atlas()
-    assert atlas.shape[0] == 95 and atlas.dtype == np.uint8
+    assert atlas.shape[0] == len(glyphs.CODES) and atlas.dtype == np.uint8
     assert atlas[glyphs.encode("M")[0]].max() == 255  # a solid stroke
     assert atlas[glyphs.encode(" ")[0]].max() == 0
     assert font
+
+
+def test_atlas_covers_latin_greek_and_the_symbols_the_chrome_uses():
+    atlas, _ = glyphs.atlas()
+    unknown = atlas[glyphs.UNKNOWN]
+    for ch in "éüßøŁœΩλ…–—≤≥→×±■−∞€":
+        assert glyphs.covers(ch), ch
+        g = atlas[glyphs.encode(ch)[0]]
+        assert g.max() > 0 and not np.array_equal(g, unknown), ch
+    # ASCII keeps its indices (code - 32) whatever else the atlas holds
+    assert list(glyphs.encode(" A~")) == [0, ord("A") - 32, ord("~") - 32]
+    # outside the atlas: '?'; a no-break space draws as a space
+    assert list(glyphs.encode("😀\u4e2d\x07")) == [glyphs.UNKNOWN] * 3
+    assert not glyphs.covers("😀")
+    assert glyphs.encode("\u00a0")[0] == glyphs.encode(" ")[0]
+
+
+def test_a_stale_atlas_is_baked_again(tmp_path, monkeypatch):
+    stale = tmp_path / "glyphs.npz"
+    np.savez_compressed(stale, atlas=np.zeros((95, 18, 8), np.uint8), font=np.array("old"))
+    monkeypatch.setattr(glyphs, "ASSET", stale)
+    glyphs.atlas.cache_clear()
+    try:
+        atlas, _ = glyphs.atlas()
+        assert atlas.shape[0] == len(glyphs.CODES)
+        with np.load(stale) as z:
+            assert tuple(int(c) for c in z["codes"]) == glyphs.CODES
+    finally:
+        glyphs.atlas.cache_clear()
 
 
 @pytest.mark.parametrize("name, make, size", [
     ("plain", lambda: Text(SAMPLE), (420, 80)),
     ("wrapped", lambda: Text(SAMPLE), (150, 200)),
     ("scrolls-to-newest", lambda: Text("\n".join(f"line {i}" for i in range(40))), (120, 60)),
-    ("non-ascii-becomes-?", lambda: Text("naïve café — ok"), (200, 30)),
+    ("latin-and-symbols", lambda: Text("naïve café — ok … Ωλ ≤ 3 → ∞"), (260, 30)),
+    ("outside-the-atlas-becomes-?", lambda: Text("emoji 😀 han 中"), (200, 30)),
     ("tiny-panel", lambda: Text(SAMPLE), (5, 5)),
     ("empty", lambda: Text(""), (50, 20)),
 ])

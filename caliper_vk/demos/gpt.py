@@ -37,7 +37,6 @@ from ._live import demo_session, hold_window, progress_bar
 from .chargpt import CharData, CharGPT, Config, logit_lens
 
 PROMPT = "\n"
-LABEL_ROOM = 20  # the session's corner label sits over the top of a panel
 
 
 def probe_window(text: str, length: int) -> str:
@@ -88,14 +87,13 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     # what the renderer reads in place: attention per layer (heads, query, key) and the lens values
     attn = [empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
     attn_panels = [session.attach(a, "images", normalize="tile", colormap="magma",
-                                  name=f"attention L{i + 1}: {cfg.n_head} heads (row query, col key)")
+                                  name=f"attn L{i + 1} · {cfg.n_head} heads · query × key")
                    for i, a in enumerate(attn)]
     lens = empty((cfg.n_layer + 1, n_lens))
     lens_panel = session.attach(
-        lens, "textgrid", name="logit lens: top next char, colour = probability",
+        lens, "textgrid", name="logit lens: top next char, colour = its probability",
         ids=np.zeros((cfg.n_layer + 1, n_lens), np.int64), vocab=data.vocab,
-        row_labels=[f"L{i}" for i in range(cfg.n_layer + 1)], col_labels=probe[:n_lens],
-        margin_top=LABEL_ROOM)
+        row_labels=[f"L{i}" for i in range(cfg.n_layer + 1)], col_labels=probe[:n_lens])
     samples = Text("", max_entries=8)
     session.add(samples, name=f"samples (every {sample_every} steps)")
     loss_view = Curve(smoothing=0.95)

@@ -136,6 +136,11 @@ class ViewBase:
         if old is not source and old.imported is not None and old.imported is not source.imported:
             old.close()
 
+    def legend(self) -> list:
+        """The right-hand part of the panel's title bar: items as in :mod:`caliper_vk.chrome`
+        (a colour ramp with its value range, class swatches, a trace's last value)."""
+        return []
+
     def bind(self, device, target, rect) -> None:
         if self.target is not None:
             raise RuntimeError("this view is already on a canvas; make a new view for another panel")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import chrome
 from .._arrays import to_host
 from ._source import Source
 from .heatmap import Heatmap
@@ -80,6 +81,11 @@ class Confusion(Heatmap):
         return self.normalize != "row"
 
     host_reason = "row shares are computed on the host each frame"
+
+    def legend(self) -> list:
+        lo, hi = self.range
+        label = "share of row" if self.normalize == "row" else "count"
+        return chrome.range_legend(lo, hi, self._lut, label)
 
     def prepare(self) -> None:
         if self.counts_source is not None and self.counts_source.live:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import chrome
 from .._arrays import as_float32
 from . import _exact
 from ._base import RangedView, lut_scale, pipeline, resolve_range
@@ -96,6 +97,19 @@ class Curve(RangedView):
         return p
 
     # -- drawable protocol ----------------------------------------------------------------------------
+    def legend(self) -> list:
+        data = self.data
+        finite = np.flatnonzero(np.isfinite(data))
+        if not finite.size:
+            return [(f"{data.size} samples, none finite" if data.size else "no samples", chrome.DIM)]
+        lo, hi = self.range
+        items = [(f"last {chrome.number(float(data[finite[-1]]))} · "
+                  f"y {chrome.number(lo)} … {chrome.number(hi)}", chrome.DIM)]
+        if self.smoothing is not None:
+            items += [("  ", chrome.DIM), chrome.Swatch(RAW_COLOR), (" raw ", chrome.DIM),
+                      chrome.Swatch(SMOOTH_COLOR), (f" EMA {self.smoothing:g}", chrome.DIM)]
+        return items
+
     def prepare(self) -> None:
         self._upload_data_and_params()
         self.smoothed = self._smooth()

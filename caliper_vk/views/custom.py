@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import chrome
 from .. import shader_module as sm
 from .._arrays import to_host
 from ..engine import ComputePipeline
@@ -275,6 +276,16 @@ class CustomPanel(ViewBase):
         if self._range_cache is None or source.live:
             self._range_cache = resolve_range(source.float32(), self.value_range)
         return self._range_cache
+
+    def legend(self) -> list:
+        items = []
+        if self.mode == "color":
+            lo, hi = self.range
+            items += chrome.range_legend(lo, hi, label="to_unit 0…1 over")
+        if self.params:
+            shown = " ".join(f"{k}={float(v):.3g}" for k, v in self.params.items())
+            items.append((("  " if items else "") + shown, chrome.DIM))
+        return items
 
     def reference_params(self) -> dict[str, np.number]:
         """The parameter values as the shader sees them (plus ``range_lo``, ``range_scale``)."""

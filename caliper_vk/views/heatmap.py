@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import colormaps
+from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
 from ._source import Source
@@ -126,6 +126,10 @@ class Heatmap(RangedView):
         return p
 
     # -- drawable protocol ----------------------------------------------------------------
+    def legend(self) -> list:
+        lo, hi = self.range
+        return chrome.range_legend(lo, hi, self._lut)
+
     def prepare(self) -> None:
         self._upload_data_and_params()
         if self._dirty:

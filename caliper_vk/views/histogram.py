@@ -19,6 +19,7 @@ from collections import deque
 
 import numpy as np
 
+from .. import chrome
 from .._arrays import as_float32
 from . import _exact
 from ._base import RangedView, groups_1d, pipeline, resolve_range
@@ -96,6 +97,15 @@ class Histogram(RangedView):
         return p
 
     # -- drawable protocol --------------------------------------------------------------------------
+    def legend(self) -> list:
+        lo, hi = self.range
+        items = [(f"{chrome.number(lo)} … {chrome.number(hi)} · {self.bins} bins · "
+                  f"peak {int(self.counts.max()) if self.counts.size else 0}", chrome.DIM)]
+        if self.history:
+            items += [("  ", chrome.DIM), chrome.Swatch(OLD_COLOR),
+                      (f" last {self.history} steps (fainter = older)", chrome.DIM)]
+        return items
+
     def prepare(self) -> None:
         r = self.rect
         _, base, dtype = self._data_binding()

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .. import colormaps
+from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
 from ._base import ArrayView, lut_scale, pipeline, resolve_range
@@ -118,6 +118,12 @@ class Images(ArrayView):
         return p
 
     # -- drawable protocol -------------------------------------------------------------------------
+    def legend(self) -> list:
+        if self.normalize == "shared" or not isinstance(self.value_range, str):
+            lo, hi = resolve_range(self.data, self.value_range)
+            return chrome.range_legend(lo, hi, self._lut)
+        return [("per tile ", chrome.DIM), chrome.Ramp.of(self._lut, 48)]
+
     def prepare(self) -> None:
         self._upload_data_and_params()
         self._norms = self.norms()

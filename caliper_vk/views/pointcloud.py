@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import colormaps
+from .. import chrome, colormaps
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ._source import Source
@@ -35,6 +35,7 @@ PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED, PC_BASE, PC_
 N_PARAMS = 36
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = 0, 1, 2
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+NO_LABEL = 0xFFFFFFFF  # a negative label: drawn grey
 
 BACKGROUND = (22, 22, 26, 255)
 POINT_COLOR = (236, 236, 236, 255)
@@ -104,6 +105,7 @@ class PointCloud(ViewBase):
         self.source = Source(np.zeros((0, 3), np.float32))
         self._fit_cache = None
         self.labels = self.values = None
+        self._classes = None  # (labels, their distinct classes) for the legend
         if positions is not None:
             self.set_data(positions, labels=labels, values=values)
 
@@ -238,6 +240,22 @@ class PointCloud(ViewBase):
         return np.concatenate([self._lut, self._palette]).astype(np.uint32)
 
     # -- drawable protocol ----------------------------------------------------------------
+    def legend(self) -> list:
+        if self.labels is not None:
+            if self._classes is None or self._classes[0] is not self.labels:  # once per label set
+                self._classes = (self.labels, np.unique(self.labels[self.labels != NO_LABEL]))
+            classes = self._classes[1]
+            if not 0 < len(classes) <= 20:
+                return [(f"{len(classes)} classes", chrome.DIM)] if len(classes) else []
+            items = []
+            for c in classes:
+                items += [chrome.Swatch(int(self._palette[c % len(self._palette)])), (f"{c} ", chrome.DIM)]
+            return items
+        if self.values is not None:
+            lo, hi = resolve_range(self.values, self.value_range)
+            return chrome.range_legend(lo, hi, self._lut)
+        return []
+
     def prepare(self) -> None:
         r = self.rect
         n = self.source.shape[0]

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import colormaps, glyphs
+from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
 from ._base import RangedView, lut_scale, pipeline, resolve_range
@@ -57,37 +57,11 @@ LINE_MIN_CELL = 6  # cells at least this big (both ways) get a one-pixel separat
 
 @lru_cache(maxsize=1)
 def glyph_table() -> tuple[np.ndarray, dict[str, int]]:
-    """The baked atlas plus three glyphs derived from it with integer shifts.
-
-    Returns (coverage (glyphs, h, w) uint8, {"middot", "newline", "ellipsis": index}).
-    The middle dot (shown for a space) is the period moved up to the hyphen's
-    height; the ellipsis is three periods side by side; the return arrow (shown
-    for a newline) is drawn from the hyphen's row. Derived on the host, so the
-    shader and the twin read the same table.
-    """
+    """The baked atlas, and the indices of the glyphs shown in place of whitespace and
+    for clipping: ``{"middot": "·" (a space), "newline": "↵", "ellipsis": "…"}``."""
     atlas, _ = glyphs.atlas()
-    _, h, w = atlas.shape
-    period = atlas[ord(".") - glyphs.FIRST]
-    hyphen = atlas[ord("-") - glyphs.FIRST]
-    p_rows = np.nonzero(period.max(axis=1))[0]
-    p_cols = np.nonzero(period.max(axis=0))[0]
-    h_rows = np.nonzero(hyphen.max(axis=1) >= hyphen.max() // 2)[0]
-    mid = int(h_rows[0] + h_rows[-1]) // 2
-    middot = np.roll(period, mid - int(p_rows[0] + p_rows[-1]) // 2, axis=0)
-    dot = period[:, p_cols[0]: p_cols[-1] + 1]
-    ellipsis = np.zeros_like(period)
-    dw = dot.shape[1]
-    for x in (0, (w - dw) // 2, w - dw):
-        ellipsis[:, x: x + dw] = np.maximum(ellipsis[:, x: x + dw], dot)
-    newline = np.zeros_like(period)
-    right = w - 2
-    newline[mid, 1: right + 1] = 255  # the stroke back to the left ...
-    newline[max(0, mid - h // 4): mid + 1, right] = 255  # ... from the top right
-    for k in (1, 2):  # the arrow head
-        newline[max(0, mid - k), 1 + k] = newline[min(h - 1, mid + k), 1 + k] = 255
-    table = np.concatenate([atlas, middot[None], newline[None], ellipsis[None]]).astype(np.uint8)
-    n = len(atlas)
-    return table, {"middot": n, "newline": n + 1, "ellipsis": n + 2}
+    return atlas, {name: int(glyphs.encode(ch)[0])
+                   for name, ch in (("middot", "·"), ("newline", "↵"), ("ellipsis", "…"))}
 
 
 def encode(text: str, fit: int) -> np.ndarray:
@@ -99,7 +73,7 @@ def encode(text: str, fit: int) -> np.ndarray:
             codes.append(extra["middot"])
         elif ch == "\n":
             codes.append(extra["newline"])
-        else:  # printable ASCII; anything else becomes '?'
+        else:  # anything outside the atlas becomes '?'
             codes.append(int(glyphs.encode(ch)[0]))
     if len(codes) > fit:
         codes = [*codes[:fit - 1], extra["ellipsis"]] if fit >= 2 else codes[:fit]
@@ -142,7 +116,8 @@ class TextGrid(RangedView):
         ``(0, 1)`` by default (probabilities); values outside are drawn in the
         end colours and counted.
     margin_top : int
-        Pixels kept free at the top (for a session's corner label).
+        Pixels kept free at the top (sessions draw titles in a bar above the view,
+        so only a view drawn on a canvas of your own needs it).
     """
 
     def __init__(self, data=None, *, tokens=None, ids=None, vocab=None, row_labels=None,
@@ -362,6 +337,10 @@ class TextGrid(RangedView):
         return p
 
     # -- drawable protocol ------------------------------------------------------------------------
+    def legend(self) -> list:
+        lo, hi = self.range
+        return chrome.range_legend(lo, hi, self._lut)
+
     def prepare(self) -> None:
         r = self.rect
         _, base, dtype = self._data_binding()
