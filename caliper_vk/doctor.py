@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
-import shutil
 from dataclasses import dataclass
 
 from .engine import Instance
@@ -135,9 +134,11 @@ def report() -> str:
         for cap in capabilities(chosen):
             lines.append(f"  [{'yes' if cap.ok else ' no'}] {cap.name}: {cap.detail}")
     lines.append("Tools:")
-    compiler = shutil.which("glslc") or shutil.which("glslangValidator")
+    from .engine.shaders import find_tool
+
+    compiler = find_tool("glslc") or find_tool("glslangValidator")
     lines.append(f"  [{'yes' if compiler else ' no'}] GLSL compiler (custom shader modules): "
-                 + (compiler or "not found; apt-get install glslc"))
+                 + (compiler or "not found; apt-get install glslc, or pip install 'caliper-vk[glsl]'"))
     layers = validation_layer_available()
     lines.append(f"  [{'yes' if layers else ' no'}] Khronos validation layer: "
                  + (VALIDATION_LAYER if layers else "not found; apt-get install vulkan-validationlayers"))

