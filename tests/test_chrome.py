@@ -102,8 +102,8 @@ def test_heatmap_legend_is_its_colormap_over_its_range():
 
 def test_confusion_legend_says_what_the_colours_count():
     counts = np.array([[5, 1], [2, 7]])
-    assert texts(Confusion(counts).legend()) == "count 0  7"
-    assert texts(Confusion(counts, normalize="row").legend()) == "share of row 0  1"
+    assert texts(Confusion(counts).legend()) == "count 0  7  rows true, cols predicted"
+    assert texts(Confusion(counts, normalize="row").legend()).startswith("share of row 0  1")
 
 
 def test_pointcloud_legend_has_a_swatch_per_class():

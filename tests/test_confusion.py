@@ -49,6 +49,35 @@ def test_live_counts_update_in_place():
         assert np.array_equal(second, s.canvas.reference())
 
 
+def test_cells_carry_their_counts_and_axes_their_class_names(artifacts):
+    m = np.array([[50, 3, 0], [2, 41, 7], [0, 0, 0]])
+    view = Confusion(m, normalize="row", classes=["cat", "dog", "eel"])
+    assert view.tokens == [["50", "3", "0"], ["2", "41", "7"], ["0", "0", "0"]]
+    assert view.row_labels == view.col_labels == ["cat", "dog", "eel"]
+    assert view.layout(240, 200)["fit"] >= 2  # big enough cells: the counts are drawn
+    assert_view_matches_twin(view, 240, 200, artifacts)
+    floats = Confusion(np.array([[0.5, np.nan], [2.0, 1.25]]))
+    assert floats.tokens == [["0.5", ""], ["2", "1.25"]]
+    assert Confusion(np.ones((65, 65))).tokens is None  # too many classes for numbers
+    assert Confusion(m, counts_in_cells=False).tokens is None
+    with pytest.raises(ValueError, match="classes has 2 names for 3 classes"):
+        Confusion(m, classes=["a", "b"])
+
+
+def test_live_counts_rewrite_the_cells_text():
+    m = cv.empty((3, 3), dtype=torch.int32)
+    m.zero_()
+    with cv.Session(window=False, size=(300, 260)) as s:
+        panel = s.attach(m, "confusion", name="val")
+        s.render()
+        assert panel.view.tokens[0] == ["0", "0", "0"]
+        with panel.writing():
+            m[0, 0] = 17
+        frame = s.render()
+        assert panel.view.tokens[0] == ["17", "0", "0"]
+        assert np.array_equal(frame, s.canvas.reference())
+
+
 def test_not_square_is_refused():
     with pytest.raises(ValueError, match="expected a square"):
         Confusion(np.zeros((3, 4)))

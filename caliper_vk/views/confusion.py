@@ -3,10 +3,13 @@
 Row ``i`` is the true class, column ``j`` the predicted one; cell ``(i, j)``
 counts examples of class ``i`` predicted as ``j``. With ``normalize="row"``
 each row is divided by its total on the host (float32 reciprocal, then one
-multiply, the same for the GPU and the twin), so a cell reads as the share of
-class ``i`` predicted as ``j`` — per-class recall on the diagonal. Rows with no
-examples stay empty (drawn as NaN, and counted), never 0/0 = 0. It is drawn by
-the heatmap's passes, so it inherits their byte-exact twin.
+multiply, the same for the GPU and the twin), so a cell's colour reads as the
+share of class ``i`` predicted as ``j`` — per-class recall on the diagonal.
+Rows with no examples stay empty (drawn as NaN, and counted), never 0/0 = 0.
+Each cell carries its count as text (up to ``MAX_TEXT_CLASSES`` classes, when
+the cells are big enough for glyphs), and the rows and columns their class
+names. It is drawn by the textgrid's passes, so it inherits their byte-exact
+twin.
 """
 
 from __future__ import annotations
@@ -16,12 +19,25 @@ import numpy as np
 from .. import chrome
 from .._arrays import to_host
 from ._source import Source
-from .heatmap import Heatmap
+from .textgrid import TextGrid
 
 F32 = np.float32
+MAX_TEXT_CLASSES = 64  # beyond this the cells are too small for numbers on any screen
 
 
-class Confusion(Heatmap):
+def count_text(counts: np.ndarray) -> np.ndarray:
+    """Each cell's count as a string: whole numbers as integers, others to 3 digits,
+    non-finite ones empty."""
+    finite = np.isfinite(counts)
+    whole = finite & (counts == np.round(counts))
+    out = np.empty(counts.shape, dtype=object)
+    for idx in np.ndindex(counts.shape):
+        v = float(counts[idx])
+        out[idx] = (str(int(v)) if whole[idx] else f"{v:.3g}") if finite[idx] else ""
+    return out
+
+
+class Confusion(TextGrid):
     """A confusion matrix panel.
 
     Parameters
@@ -29,14 +45,23 @@ class Confusion(Heatmap):
     counts : array-like (C, C), optional
         Integer (or float) counts; a live tensor through ``caliper_vk.attach``.
     normalize : "none" | "row"
+        Colour by the count, or by the share of the row (the count stays the text).
     colormap : str
+    classes : sequence of str, optional
+        Class names for the row and column labels (default ``0 .. C-1``).
+    counts_in_cells : bool
+        Write each cell's count in it (when the glyphs fit).
     """
 
-    def __init__(self, counts=None, *, normalize: str = "none", colormap: str = "viridis"):
+    def __init__(self, counts=None, *, normalize: str = "none", colormap: str = "viridis",
+                 classes=None, counts_in_cells: bool = True):
         if normalize not in ("none", "row"):
             raise ValueError(f"normalize {normalize!r} is not one of 'none', 'row'")
         self.normalize = normalize
         self.counts_source = None
+        self.classes = None if classes is None else [str(c) for c in classes]
+        self.counts_in_cells = bool(counts_in_cells)
+        self._texted = None  # the counts whose text the cells carry
         super().__init__(colormap=colormap, value_range=(0.0, 1.0))
         if counts is not None:
             self.set_data(counts)
@@ -53,10 +78,16 @@ class Confusion(Heatmap):
         if len(shape) != 2 or shape[0] != shape[1]:
             raise ValueError(f"confusion counts have shape {shape}; expected a square (classes, classes) "
                              "matrix: rows are true classes, columns predicted ones")
+        if self.classes is not None and len(self.classes) != shape[0]:
+            raise ValueError(f"classes has {len(self.classes)} names for {shape[0]} classes; "
+                             "pass one name per row of the counts")
         if self.counts_source is not None and self.counts_source is not source:
             self.counts_source.close()
         self.counts_source = source
+        self._texted = None
         self._refresh_display()
+        names = self.classes or [str(i) for i in range(shape[0])]
+        self.set_labels(names, names)
 
     def _refresh_display(self) -> None:
         counts = self.counts_source.float32()
@@ -66,7 +97,7 @@ class Confusion(Heatmap):
                 recip = np.where(totals > 0, 1.0 / totals, np.nan).astype(F32)
             shown = (counts * recip[:, None]).astype(F32)
             self.value_range = (0.0, 1.0)
-            # the heatmap's own source is the host array being shown (staged every frame)
+            # the grid's own source is the host array being shown (staged every frame)
             self.source = Source(np.ascontiguousarray(shown, dtype=F32))
         else:
             top = float(np.nanmax(counts)) if counts.size and np.isfinite(counts).any() else 1.0
@@ -74,6 +105,18 @@ class Confusion(Heatmap):
             self.source = self.counts_source  # drawn straight from the counts (zero-copy when live)
         self._range_cache = None
         self._dirty.add("data")
+        self._update_text(counts)
+
+    def _update_text(self, counts: np.ndarray) -> None:
+        """The cells' text follows the counts (re-laid out only when they change)."""
+        if not self.counts_in_cells or counts.shape[0] > MAX_TEXT_CLASSES:
+            if self._ids is not None:
+                self.set_tokens(None)
+            return
+        if self._texted is not None and np.array_equal(self._texted, counts, equal_nan=True):
+            return
+        self._texted = counts.copy()
+        self.set_tokens(count_text(counts))
 
     @property
     def gpu_reads_source(self) -> bool:
@@ -85,7 +128,7 @@ class Confusion(Heatmap):
     def legend(self) -> list:
         lo, hi = self.range
         label = "share of row" if self.normalize == "row" else "count"
-        return chrome.range_legend(lo, hi, self._lut, label)
+        return [*chrome.range_legend(lo, hi, self._lut, label), ("  rows true, cols predicted", chrome.DIM)]
 
     def prepare(self) -> None:
         if self.counts_source is not None and self.counts_source.live:
