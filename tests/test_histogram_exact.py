@@ -34,6 +34,8 @@ CASES = {
     "2-d-input": (RNG.normal(size=(40, 50)), {"bins": 25}, (100, 50)),
     "empty": (np.zeros(0, np.float32), {}, (30, 20)),
     "one-pixel": (RNG.normal(size=10), {}, (1, 1)),
+    "auto-bins": (RNG.normal(size=5000), {"bins": "auto"}, (200, 100)),
+    "auto-bins-constant": (np.full(50, 3.0), {"bins": "auto"}, (40, 30)),
 }
 
 
@@ -69,6 +71,49 @@ def test_history_overlays_older_steps_exactly(artifacts):
         assert len(older) > 4  # bars, background and fading edges
 
 
+@pytest.mark.parametrize("size", [(120, 80), (40, 6), (7, 3)])
+def test_offset_layout_stacks_older_steps_exactly(size, artifacts):
+    view = Histogram(RNG.normal(size=2000), bins=20, value_range=(-4, 4), history=4, layout="offset")
+    with Canvas(*size) as canvas:
+        canvas.add(view)
+        for step in range(6):
+            view.set_data(RNG.normal(size=2000) * (1 + step * 0.3) + step * 0.2)
+            got = canvas.render()
+            assert_same_image(got, canvas.reference(), artifacts / f"step{step}")
+    if size == (120, 80):
+        assert view.offset_px(80, 4) == 10
+        baseline = got[80 - 1 - 10 * 4]  # the farthest step's baseline row: filled, faint
+        assert len({tuple(c) for c in baseline}) >= 2
+        assert "display offset" in "".join(i[0] for i in view.legend() if isinstance(i, tuple))
+
+
+def test_auto_bins_follow_numpys_rule_and_then_stay():
+    data = RNG.normal(size=5000)
+    view = Histogram(data, bins="auto", value_range=(-4, 4))
+    want = len(np.histogram_bin_edges(data[np.isfinite(data)], bins="auto", range=(-4, 4))) - 1
+    assert view.bins == want
+    view.set_data(RNG.normal(size=50))  # later steps keep the bins, so bars stay comparable
+    assert view.bins == want
+    waiting = Histogram(np.zeros(10), bins="auto")  # no spread yet: provisional bins
+    assert waiting.bins == 64 and not waiting._bins_chosen
+    waiting.set_data(RNG.normal(size=1000))
+    assert waiting._bins_chosen and waiting.bins != 64
+
+
+def test_live_auto_bins_are_chosen_when_the_tensor_first_has_values():
+    t = cv.empty((3000,))
+    t.zero_()
+    with cv.Session(window=False, size=(160, 120)) as s:
+        panel = s.attach(t, "histogram", bins="auto", history=2, layout="offset")
+        s.render()
+        assert panel.view.bins == 64
+        with panel.writing():
+            t.normal_()
+        frame = s.render()
+        assert panel.view._bins_chosen and panel.view.bins != 64
+        assert np.array_equal(frame, s.canvas.reference())
+
+
 def test_attached_tensor_histogram_is_live():
     t = cv.empty((4000,))
     t.normal_()
@@ -89,6 +134,10 @@ def test_bad_options_are_clear():
         Histogram(bins=0)
     with pytest.raises(ValueError, match=r"history must be an integer in 0\.\.16"):
         Histogram(history=99)
+    with pytest.raises(ValueError, match="layout must be 'overlay' or 'offset'"):
+        Histogram(layout="ridge")
+    with pytest.raises(ValueError, match="or 'auto'"):
+        Histogram(bins="fd")
     with pytest.raises(ValueError, match="value_range"):
         Histogram(value_range="wide")
 

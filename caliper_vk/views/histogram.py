@@ -27,11 +27,13 @@ from ._source import Source
 
 F32 = np.float32
 (HG_N, HG_BASE, HG_DTYPE, HG_BINS, HG_LO, HG_SCALE, HG_HI, HG_W, HG_H, HG_RECT_X, HG_RECT_Y,
- HG_HISTORY, HG_HISTORY_MAX, HG_BG, HG_COLOR, HG_OLD_COLOR) = range(16)
-N_PARAMS = 16
+ HG_HISTORY, HG_HISTORY_MAX, HG_BG, HG_COLOR, HG_OLD_COLOR, HG_OFFSET) = range(17)
+N_PARAMS = 17
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 PER_INVOCATION = 16  # values per counting invocation (histogram_count.comp)
 MAX_HISTORY = 16
+MAX_BINS = 4096
+PROVISIONAL_BINS = 64  # bins="auto" before any values with a spread have arrived
 
 BACKGROUND = (22, 22, 26, 255)
 BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
@@ -44,21 +46,34 @@ class Histogram(RangedView):
     Parameters
     ----------
     data : array-like, optional
-    bins : int
-        Number of equal-width bins (1..4096).
+    bins : int | "auto"
+        Number of equal-width bins (1..4096), or ``"auto"``: numpy's ``"auto"``
+        rule (the larger of Sturges and Freedman–Diaconis) over the first
+        values drawn, then kept, so the bars of later steps stay comparable.
     value_range : "auto" | "symmetric" | (lo, hi)
     history : int
-        How many previous frames to overlay as fading outlines (0..16).
+        How many previous steps to show besides the current one (0..16).
+    layout : "overlay" | "offset"
+        Older steps as fading outlines over the current bars, or stacked: each
+        older step raised by a fixed number of pixels (a display offset, not
+        counts; the title bar says so), nearer steps in front.
     """
 
-    def __init__(self, data=None, *, bins: int = 64, value_range="auto", history: int = 0):
+    def __init__(self, data=None, *, bins: int | str = 64, value_range="auto", history: int = 0,
+                 layout: str = "overlay"):
         super().__init__()
-        if not isinstance(bins, (int, np.integer)) or not 1 <= bins <= 4096:
-            raise ValueError(f"bins must be an integer in 1..4096, got {bins!r}")
+        if bins != "auto" and (not isinstance(bins, (int, np.integer)) or not 1 <= bins <= MAX_BINS):
+            raise ValueError(f"bins must be an integer in 1..{MAX_BINS} or 'auto', got {bins!r}")
         if not isinstance(history, (int, np.integer)) or not 0 <= history <= MAX_HISTORY:
             raise ValueError(f"history must be an integer in 0..{MAX_HISTORY}, got {history!r}")
+        if layout not in ("overlay", "offset"):
+            raise ValueError(f"layout must be 'overlay' or 'offset', got {layout!r}")
         resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here
-        self.bins, self.value_range, self.history = int(bins), value_range, int(history)
+        self.auto_bins = bins == "auto"
+        # "auto": PROVISIONAL_BINS until values with a spread arrive, then numpy's rule, kept
+        self.bins = PROVISIONAL_BINS if self.auto_bins else int(bins)
+        self._bins_chosen = not self.auto_bins
+        self.value_range, self.history, self.layout = value_range, int(history), layout
         self.source = Source(np.zeros(0, F32))
         self._range_cache = None
         self.counts = np.zeros(self.bins, np.uint32)
@@ -73,11 +88,30 @@ class Histogram(RangedView):
     def set_data(self, data) -> None:
         self.data_version += 1
         self._set_source(Source(np.ascontiguousarray(as_float32(data, "histogram data").reshape(-1))))
+        self._choose_bins()
 
     def set_source(self, source: Source) -> None:
         """Count values straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
         source.array = source.array.reshape(-1)
         self._set_source(source)
+        self._choose_bins()
+
+    def _choose_bins(self) -> None:
+        """bins="auto": numpy's rule over the first values with a spread, then fixed."""
+        if self._bins_chosen:
+            return
+        v = self.data
+        v = v[np.isfinite(v)]
+        if v.size < 2 or v.min() == v.max():
+            return  # nothing to size bins by yet (an empty or constant tensor)
+        lo, hi = self.range
+        n = len(np.histogram_bin_edges(v.astype(np.float64), bins="auto", range=(lo, hi))) - 1
+        self.bins = int(min(max(n, 1), MAX_BINS))
+        self._bins_chosen = True
+        self.counts = np.zeros(self.bins, np.uint32)
+        self._past.clear()
+        self._pending = None
+        self._frame_history = np.zeros((0, self.bins), np.uint32)
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0, history: np.ndarray | None = None) -> np.ndarray:
@@ -94,20 +128,33 @@ class Histogram(RangedView):
         p[HG_BG] = _exact.pack_rgba(BACKGROUND)
         p[HG_COLOR] = _exact.pack_rgba(BAR_COLOR)
         p[HG_OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
+        p[HG_OFFSET] = self.offset_px(height, len(history))
         return p
+
+    def offset_px(self, height: int, steps: int) -> int:
+        """Offset layout: how far each older step is raised (its baselines span the upper
+        half of the panel); 0 in the overlay layout."""
+        if self.layout != "offset" or steps == 0:
+            return 0
+        return max(1, (height // 2) // steps) if height > 2 * steps else 0
 
     # -- drawable protocol --------------------------------------------------------------------------
     def legend(self) -> list:
         lo, hi = self.range
         items = [(f"{chrome.number(lo)} … {chrome.number(hi)} · {self.bins} bins · "
                   f"peak {int(self.counts.max()) if self.counts.size else 0}", chrome.DIM)]
-        if self.history:
+        if self.history and self.layout == "offset":  # first: the one thing not to misread
+            items = [("older steps raised ↑ (display offset)  ", chrome.WARNING), *items,
+                     ("  ", chrome.DIM), chrome.Swatch(OLD_COLOR), (f" last {self.history} steps", chrome.DIM)]
+        elif self.history:
             items += [("  ", chrome.DIM), chrome.Swatch(OLD_COLOR),
                       (f" last {self.history} steps (fainter = older)", chrome.DIM)]
         return items
 
     def prepare(self) -> None:
         r = self.rect
+        if not self._bins_chosen and self.source.live:
+            self._choose_bins()
         _, base, dtype = self._data_binding()
         # an older step enters the overlay once newer data is drawn (not when a frame repeats)
         if self._pending is not None and self._pending[0] != self.data_version:
@@ -194,9 +241,30 @@ class Histogram(RangedView):
         col = (np.arange(width, dtype=np.uint64) * self.bins // width).astype(np.int64)
         up = (height - 1 - np.arange(height, dtype=np.uint64))[:, None]
         bg = _exact.pack_rgba(BACKGROUND)
+        k_count = len(history)
+        d = self.offset_px(height, k_count)
+        if d:  # offset layout: nearer steps in front, each on its own raised baseline
+            hb = height - k_count * d
+
+            def scaled(c):
+                c = np.asarray(c, np.uint64)
+                return np.zeros(c.shape, np.uint64) if maxc == 0 else (c * hb + maxc - 1) // maxc
+
+            out = np.full((height, width), bg, np.uint32)
+            for k in range(k_count, 0, -1):
+                base = np.uint64(k * d)
+                top = scaled(history[k - 1][col])[None, :]
+                rel = up - np.minimum(up, base)
+                inside = (up >= base) & (rel < top)
+                alpha = 256 - (k * 200) // (k_count + 1)
+                old = _exact.pack_rgba(OLD_COLOR)
+                colour = np.where(rel + 1 == top, np.uint32(_mix(bg, old, alpha)),
+                                  np.uint32(_mix(bg, old, alpha >> 1)))
+                out = np.where(inside, colour, out)
+            out = np.where(up < scaled(counts[col])[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)), out)
+            return _exact.unpack_rgba(out.astype(np.uint32)), stats
         out = np.where(up < bar_height(counts[col])[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)),
                        np.uint32(bg)).astype(np.uint32)
-        k_count = len(history)
         for k in range(k_count, 0, -1):
             bh = bar_height(history[k - 1][col])[None, :]
             alpha = 256 - (k * 200) // (k_count + 1)

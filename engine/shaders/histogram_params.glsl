@@ -16,6 +16,7 @@
 #define HG_BG 13
 #define HG_COLOR 14
 #define HG_OLD_COLOR 15
+#define HG_OFFSET 16  // 0: overlay; else the pixels each older step is raised by (offset layout)
 
 // stats words after the bins
 #define HS_NAN 0

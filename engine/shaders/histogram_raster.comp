@@ -1,8 +1,12 @@
 #version 450
 // Histogram, pass 3: one invocation per panel pixel. Column x shows bin
 // x * bins / width; a bar of count c is ceil(c * height / max) pixels tall
-// (integer math). Older steps (history, newest first) are drawn as their top
-// edges, fainter with age: colour = bg + (old - bg) * alpha / 256, integers.
+// (integer math). Overlay layout: older steps (history, newest first) are
+// drawn as their top edges, fainter with age: colour = bg + (old - bg) *
+// alpha / 256, integers. Offset layout: step k (0 = current) stands on a
+// baseline k * offset pixels up, its bars scaled to height - K * offset;
+// nearer steps hide farther ones; older ones fainter, each filled at half its
+// edge's strength so every step's outline stays visible.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
@@ -36,8 +40,22 @@ void main() {
     uint maxc = stats[HS_MAX];
     uint up = h - 1u - y;  // pixels above the bottom edge
     uint c = P[HG_BG];
-    if (up < bar_height(counts[b], h, maxc)) c = P[HG_COLOR];
     uint k_count = P[HG_HISTORY];
+    uint d = P[HG_OFFSET];
+    if (d > 0u) {
+        uint hb = h - k_count * d;
+        for (uint k = k_count; k > 0u; --k) {  // farthest first, so nearer steps win
+            uint base = k * d;
+            uint top = bar_height(history[(k - 1u) * bins + b], hb, maxc);
+            uint alpha = 256u - (k * 200u) / (k_count + 1u);
+            if (up >= base && up - base < top)  // filled at half strength, its top edge in full
+                c = mix_rgba(P[HG_BG], P[HG_OLD_COLOR], up - base + 1u == top ? alpha : alpha >> 1);
+        }
+        if (up < bar_height(counts[b], hb, maxc)) c = P[HG_COLOR];
+        imageStore(target, ivec2(int(P[HG_RECT_X] + x), int(P[HG_RECT_Y] + y)), unpack_rgba(c));
+        return;
+    }
+    if (up < bar_height(counts[b], h, maxc)) c = P[HG_COLOR];
     for (uint k = k_count; k > 0u; --k) {  // oldest first, so newer edges win
         uint bh = bar_height(history[(k - 1u) * bins + b], h, maxc);
         if (bh > 0u && up == bh - 1u) {
