@@ -68,6 +68,17 @@ def test_norms_and_update_ratio_match_independent_computation(tmp_path):
     np.testing.assert_allclose(run.metrics["train/loss"].value, truth["loss"], rtol=1e-6)
 
 
+def test_weight_norms_are_kept_without_update_ratios(tmp_path):
+    model, rec, _, truth, _ = _train(tmp_path, steps=5, update_ratio=False)
+    rec.close()
+    run = load_run(tmp_path / "run")
+    first = next(n for n, _ in model.named_parameters())
+    np.testing.assert_allclose(run.metrics[f"weight_norm/{first}"].value, [t[0] for t in truth["weight"]],
+                               rtol=1e-12)
+    assert "weight_norm/global" in run.metrics
+    assert not [k for k in run.metrics if k.startswith("update_ratio/")]
+
+
 def test_clipping_statistics_count_norms_at_the_cap(tmp_path):
     _, rec, _, truth, _ = _train(tmp_path, clip=0.2, lr=0.5)
     rec.close()

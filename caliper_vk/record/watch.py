@@ -140,8 +140,9 @@ class Watcher:
             recorder.define("clip/hit", description="1 when this step's global gradient norm reached the cap")
         recorder.define("grad_norm/global", description="L2 norm of all gradient entries, as the optimizer "
                         "received them (after any clipping)")
-        recorder.define("update_ratio/global",
-                        description="||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12)")
+        if update_ratio:
+            recorder.define("update_ratio/global",
+                            description="||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12)")
         recorder.define("throughput/examples_per_s", unit="examples/s",
                         description="training examples per second between optimizer steps (wait + compute)")
         recorder.define("time/wait_ms", unit="ms", description="end of optimizer.step() to the next training "
@@ -209,22 +210,24 @@ class Watcher:
         now = time.perf_counter()
         step = self.rec.advance()
         values = self._pending
-        if self.update_ratio and self._before:
-            num = den = 0.0
-            with torch.no_grad():
-                params = list(self._params())
-                befores = [self._before.pop(id(p), None) for p, _ in params]
-                moved = [(p, b) for (p, _), b in zip(params, befores, strict=True) if b is not None]
-                weights = _norms(p for p, _ in params)
-                deltas = iter(_norms(p.detach().double() - b.double() for p, b in moved))
-                for (_, name), before, w in zip(params, befores, weights, strict=True):
-                    values[f"weight_norm/{name}"] = w
-                    den += w * w
-                    if before is not None:
-                        d = next(deltas)
-                        values[f"update_ratio/{name}"] = d / max(w, EPS)
-                        num += d * d
+        # weight norms every step; update ratios when asked for and a parameter moved
+        num = den = 0.0
+        with torch.no_grad():
+            params = list(self._params())
+            befores = [self._before.pop(id(p), None) for p, _ in params]
+            moved = [(p, b) for (p, _), b in zip(params, befores, strict=True) if b is not None]
+            weights = _norms(p for p, _ in params)
+            deltas = iter(_norms(p.detach().double() - b.double() for p, b in moved) if moved else ())
+            for (_, name), before, w in zip(params, befores, weights, strict=True):
+                values[f"weight_norm/{name}"] = w
+                den += w * w
+                if before is not None:
+                    d = next(deltas)
+                    values[f"update_ratio/{name}"] = d / max(w, EPS)
+                    num += d * d
+        if params:
             values["weight_norm/global"] = den ** 0.5
+        if moved:
             values["update_ratio/global"] = num ** 0.5 / max(den ** 0.5, EPS)
         if self._forward_start is not None:
             values["time/compute_ms"] = (now - self._forward_start) * 1e3
