@@ -68,6 +68,18 @@ def test_norms_and_update_ratio_match_independent_computation(tmp_path):
     np.testing.assert_allclose(run.metrics["train/loss"].value, truth["loss"], rtol=1e-6)
 
 
+def test_host_info_can_be_left_out_of_a_shared_run(tmp_path):
+    import socket
+
+    Recorder(tmp_path / "a").close()
+    Recorder(tmp_path / "b", host_info=False).close()
+    header = [json.loads((tmp_path / r / "log.jsonl").read_text().splitlines()[0].split("\t")[0])
+              for r in ("a", "b")]
+    host_a, host_b = (h.get("host") or h["header"]["host"] for h in header)
+    assert host_a["hostname"] == socket.gethostname() and "argv" in host_a and "pid" in host_a
+    assert set(host_b) == {"platform", "python"}
+
+
 def test_weight_norms_are_kept_without_update_ratios(tmp_path):
     model, rec, _, truth, _ = _train(tmp_path, steps=5, update_ratio=False)
     rec.close()

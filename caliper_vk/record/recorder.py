@@ -94,12 +94,15 @@ class Recorder:
     gives the fractional-epoch axis; ``best`` names the metric whose cumulative
     best marks best-so-far and drives the plateau counter, with ``best_goal``
     ``"min"`` (a loss) or ``"max"`` (a score). An existing run is never
-    overwritten unless ``overwrite=True``.
+    overwritten unless ``overwrite=True``. The header records the machine
+    (hostname, platform, Python, the command line, the process id) so a run
+    can be traced; ``host_info=False`` keeps only the platform and Python
+    version, for runs that will be shared.
     """
 
     def __init__(self, path, name: str | None = None, config: dict | None = None,
                  steps_per_epoch: float | None = None, best: str = "val/loss", best_goal: str = "min",
-                 overwrite: bool = False):
+                 overwrite: bool = False, host_info: bool = True):
         self.dir = Path(path)
         self.dir.mkdir(parents=True, exist_ok=True)
         log_path = self.dir / LOG_NAME
@@ -128,8 +131,9 @@ class Recorder:
         self._log = LogWriter(log_path, {
             "name": self.name, "config": config or {}, "started": self._t0,
             "steps_per_epoch": steps_per_epoch, "best": {"metric": best, "goal": best_goal},
-            "host": {"hostname": socket.gethostname(), "platform": platform.platform(),
-                     "python": sys.version.split()[0], "argv": sys.argv[:20], "pid": os.getpid()},
+            "host": {"platform": platform.platform(), "python": sys.version.split()[0],
+                     **({"hostname": socket.gethostname(), "argv": sys.argv[:20], "pid": os.getpid()}
+                        if host_info else {})},
         })
 
     # -- progress ---------------------------------------------------------------
