@@ -388,10 +388,7 @@ class Session:
         name = name or f"{view_name}{len(self.panels)}"
         named = isinstance(tensor, Mapping)
         tensors = dict(tensor) if named else {name: tensor}
-        # GPU interop serves single-input panels (one semaphore orders one tensor's writes)
-        records = {k: exporters.export(t, self.device.info, f"{name}.{k}" if named else name,
-                                       device=None if named else self.device)
-                   for k, t in tensors.items()}
+        # the view first: a bad name or option must not leave exported handles behind
         extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
         if not isinstance(view, str):
             if options or extra:
@@ -400,8 +397,20 @@ class Session:
             v = view
         else:
             v = make_view(view, **options)
-        if named and not hasattr(v, "set_sources"):
-            raise TypeError(f"the {view_name} view reads one tensor; attach a tensor, not a dict")
+        records = {}
+        try:
+            if named and not hasattr(v, "set_sources"):
+                raise TypeError(f"the {view_name} view reads one tensor; attach a tensor, not a dict")
+            # GPU interop serves single-input panels (one semaphore orders one tensor's writes)
+            for k, t in tensors.items():
+                records[k] = exporters.export(t, self.device.info, f"{name}.{k}" if named else name,
+                                              device=None if named else self.device)
+        except Exception:
+            for record in records.values():
+                exporters.release(record)
+            if isinstance(view, str):
+                v.close()
+            raise
         feeds = {k: self._live_source(tensors[k], records[k], v, zero_copy) for k in tensors}
         try:
             if named:
