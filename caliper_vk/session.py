@@ -154,8 +154,8 @@ class Panel:
         >>> with panel.writing():          # doctest: +SKIP
         ...     emb.copy_(model.embed(x))
         """
-        if not self.session.sync or self.closed:
-            yield
+        if not self.session.sync or self.closed or self.session.failed:
+            yield  # no frame will read it (after a renderer fault none ever will): no wait
             return
         with self._lock:
             if self._want_read and threading.get_ident() != self.session._render_thread:
@@ -359,6 +359,8 @@ class Session:
         self.step_count = 0
         self.paused = False
         self.message = ""
+        self.failed: str | None = None  # the renderer error that stopped drawing for good
+        self._window_gone = False  # the window closed or its display was lost (said once)
         self.saved: list[Path] = []
         self._frame_times: list[float] = []
         self._submit_time = 0.0
@@ -546,11 +548,18 @@ class Session:
         """Draw a frame unless the previous one is still in flight; never waits for it.
 
         Returns True when a frame was submitted, False when drawing was skipped
-        (the skip is counted), the session is paused, or the window is gone.
+        (the skip is counted), the session is paused, the window is gone, or drawing
+        stopped after a renderer error (:attr:`failed`; training is never interrupted).
         """
         self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.failed:
+            if self.window is not None and self.window.alive:
+                with contextlib.suppress(Exception):
+                    self.window.poll()  # stays responsive (and closable) showing its last frame
+            return False
         if self.window is not None:
             if not self.window.alive:
+                self._window_closed()  # says so once (the surface may have gone while presenting)
                 return False
             self._handle(self.window.poll())
             if not self.window.alive:
@@ -576,17 +585,27 @@ class Session:
                     p._want_read = True
             self.skipped += 1  # a producer is mid-write: drawing now would tear
             return False
-        if self.window is not None and not self.window.acquire():
-            self.skipped += 1
-            return False
+        if self.window is not None:
+            try:
+                acquired = self.window.acquire()
+            except Exception as exc:  # a Vulkan error must not stop training
+                self._fault(exc)
+                return False
+            if not acquired:
+                if not self.window.alive:  # the display or the window's surface went away
+                    self._window_closed()
+                else:
+                    self.skipped += 1
+                return False
         waits, signals = [], []
         for panel in self.panels:
             if panel.error:
                 continue
             try:
                 panel._refresh()
-            except exporters.ContractError as exc:
-                self._stop_panel(panel, str(exc))
+            except Exception as exc:  # stops this panel; training and the other panels go on
+                why = str(exc) if isinstance(exc, exporters.ContractError) else f"{type(exc).__name__}: {exc}"
+                self._stop_panel(panel, why)
                 continue
             pair = panel._begin_read()
             if pair is None:  # a write began after the check above
@@ -681,14 +700,24 @@ class Session:
         print(f"caliper: {why}", file=sys.stderr)
 
     def _fault(self, exc: Exception) -> None:
-        self.message = f"renderer error: {type(exc).__name__}"
+        """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
+        Producers no longer wait for frames (``panel.writing()`` returns at once)."""
+        self.failed = f"{type(exc).__name__}: {exc}"
+        self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
         print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
               "drawing stops", file=sys.stderr)
-        self.paused = True
 
     def _window_closed(self) -> None:
-        print("caliper: the window was closed; training continues without drawing",
-              file=sys.stderr)
+        if self._window_gone:
+            return
+        self._window_gone = True
+        if getattr(self.window, "lost", False):
+            self.message = "display lost; drawing stopped"
+            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+        else:
+            self.message = "window closed; drawing stopped"
+            print("caliper: the window was closed; training continues without drawing",
+                  file=sys.stderr)
         self._wait_idle()
 
     # -- reporting ---------------------------------------------------------------------------
@@ -702,6 +731,7 @@ class Session:
             frames=self.frames, skipped=self.skipped, step=self.step_count,
             frame_ms=1000 * float(np.median(times)) if times else 0.0,
             window=("window" if self.window and self.window.alive else
+                    "display lost" if getattr(self.window, "lost", False) else
                     "window closed" if self.window else "headless"),
             paused=self.paused, message=self.message,
             producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
@@ -718,7 +748,9 @@ class Session:
         """Draw one frame now and wait for it (tests, screenshots, `S`)."""
         self._wait_idle()
         if not self.step(self.step_count):
-            raise RuntimeError("could not draw a frame (paused, window closed, or a producer mid-write)")
+            why = (f"drawing stopped by a renderer error: {self.failed}" if self.failed
+                   else "paused, window closed, or a producer mid-write")
+            raise RuntimeError(f"could not draw a frame ({why})")
         return self.flush()
 
     def save_png(self, path) -> Path:
