@@ -213,7 +213,7 @@ def test_window_faults_let_training_finish(display, tmp_path, capsys, monkeypatc
 # -- in a child process: the X server killed, Ctrl-C ------------------------------------------------------
 def child(mode, run_dir, *more):
     return subprocess.Popen([sys.executable, "-X", "faulthandler", __file__, mode, str(run_dir), *more],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_step(proc, step, timeout=120):
@@ -236,7 +236,8 @@ def test_display_lost_mid_run_training_finishes(tmp_path):
         proc = child("window", tmp_path / "run")
         assert wait_for_step(proc, FAULT_AT) >= FAULT_AT, proc.stderr.read()[-2000:]
         name.server.kill()  # the X server dies; the child keeps training
-        out, err = proc.communicate(timeout=120)
+        name.server.wait()
+        out, err = proc.communicate("go\n", timeout=120)  # the child waits for this at step FAULT_AT
     assert proc.returncode == 0, err[-3000:]
     assert "Traceback" not in err
     assert "caliper: the display was lost; training continues without drawing" in err
@@ -267,7 +268,11 @@ def test_ctrl_c_stops_cleanly_and_keeps_every_completed_step(tmp_path):
 def main(mode, run_dir, steps=STEPS):
     """The child: train with a window (``window``) or offscreen (``headless``); Ctrl-C stops it
     cleanly (the recorder marks the run interrupted) with exit status 130."""
-    say = lambda i: print(f"step {i}", flush=True)  # noqa: E731
+    def say(i):
+        print(f"step {i}", flush=True)
+        if mode == "window" and i == FAULT_AT:
+            sys.stdin.readline()  # the parent kills the X server, then lets training go on
+
     session = cv.Session(window=mode == "window", size=SIZE)
     try:
         train(session, run_dir, steps=int(steps), say=say)
