@@ -125,8 +125,8 @@ class Panel:
         >>> with panel.writing():          # doctest: +SKIP
         ...     emb.copy_(model.embed(x))
         """
-        if not self.session.sync or self.closed:
-            yield
+        if not self.session.sync or self.closed or self.session.failed:
+            yield  # no frame will read it (after a renderer fault none ever will): no wait
             return
         with self._lock:
             if self._want_read and threading.get_ident() != self.session._render_thread:
@@ -358,6 +358,8 @@ class Session:
         self.step_count = 0
         self.paused = False
         self.message = ""
+        self.failed: str | None = None  # the renderer error that stopped drawing for good
+        self._window_gone = False  # the window closed or its display was lost (said once)
         self.saved: list[Path] = []
         self._frame_times: list[float] = []
         self._submit_time = 0.0
@@ -387,10 +389,7 @@ class Session:
         name = name or f"{view_name}{len(self.panels)}"
         named = isinstance(tensor, Mapping)
         tensors = dict(tensor) if named else {name: tensor}
-        # GPU interop serves single-input panels (one semaphore orders one tensor's writes)
-        records = {k: exporters.export(t, self.device.info, f"{name}.{k}" if named else name,
-                                       device=None if named else self.device)
-                   for k, t in tensors.items()}
+        # the view first: a bad name or option must not leave exported handles behind
         extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
         if not isinstance(view, str):
             if options or extra:
@@ -399,8 +398,20 @@ class Session:
             v = view
         else:
             v = make_view(view, **options)
-        if named and not hasattr(v, "set_sources"):
-            raise TypeError(f"the {view_name} view reads one tensor; attach a tensor, not a dict")
+        records = {}
+        try:
+            if named and not hasattr(v, "set_sources"):
+                raise TypeError(f"the {view_name} view reads one tensor; attach a tensor, not a dict")
+            # GPU interop serves single-input panels (one semaphore orders one tensor's writes)
+            for k, t in tensors.items():
+                records[k] = exporters.export(t, self.device.info, f"{name}.{k}" if named else name,
+                                              device=None if named else self.device)
+        except Exception:
+            for record in records.values():
+                exporters.release(record)
+            if isinstance(view, str):
+                v.close()
+            raise
         feeds = {k: self._live_source(tensors[k], records[k], v, zero_copy) for k in tensors}
         try:
             if named:
@@ -543,11 +554,18 @@ class Session:
         """Draw a frame unless the previous one is still in flight; never waits for it.
 
         Returns True when a frame was submitted, False when drawing was skipped
-        (the skip is counted), the session is paused, or the window is gone.
+        (the skip is counted), the session is paused, the window is gone, or drawing
+        stopped after a renderer error (:attr:`failed`; training is never interrupted).
         """
         self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.failed:
+            if self.window is not None and self.window.alive:
+                with contextlib.suppress(Exception):
+                    self.window.poll()  # stays responsive (and closable) showing its last frame
+            return False
         if self.window is not None:
             if not self.window.alive:
+                self._window_closed()  # says so once (the surface may have gone while presenting)
                 return False
             self._handle(self.window.poll())
             if not self.window.alive:
@@ -575,17 +593,27 @@ class Session:
                     p._want_read = True
             self.skipped += 1  # a producer is mid-write: drawing now would tear
             return False
-        if self.window is not None and not self.window.acquire():
-            self.skipped += 1
-            return False
+        if self.window is not None:
+            try:
+                acquired = self.window.acquire()
+            except Exception as exc:  # a Vulkan error must not stop training
+                self._fault(exc)
+                return False
+            if not acquired:
+                if not self.window.alive:  # the display or the window's surface went away
+                    self._window_closed()
+                else:
+                    self.skipped += 1
+                return False
         waits, signals = [], []
         for panel in self.panels:
             if panel.error:
                 continue
             try:
                 panel._refresh()
-            except exporters.ContractError as exc:
-                self._stop_panel(panel, str(exc))
+            except Exception as exc:  # stops this panel; training and the other panels go on
+                why = str(exc) if isinstance(exc, exporters.ContractError) else f"{type(exc).__name__}: {exc}"
+                self._stop_panel(panel, why)
                 continue
             pair = panel._begin_read()
             if pair is None:  # a write began after the check above
@@ -686,14 +714,24 @@ class Session:
         print(f"caliper: {why}", file=sys.stderr)
 
     def _fault(self, exc: Exception) -> None:
-        self.message = f"renderer error: {type(exc).__name__}"
+        """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
+        Producers no longer wait for frames (``panel.writing()`` returns at once)."""
+        self.failed = f"{type(exc).__name__}: {exc}"
+        self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
         print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
               "drawing stops", file=sys.stderr)
-        self.paused = True
 
     def _window_closed(self) -> None:
-        print("caliper: the window was closed; training continues without drawing",
-              file=sys.stderr)
+        if self._window_gone:
+            return
+        self._window_gone = True
+        if getattr(self.window, "lost", False):
+            self.message = "display lost; drawing stopped"
+            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+        else:
+            self.message = "window closed; drawing stopped"
+            print("caliper: the window was closed; training continues without drawing",
+                  file=sys.stderr)
         self._wait_idle()
 
     # -- reporting ---------------------------------------------------------------------------
@@ -707,6 +745,7 @@ class Session:
             frames=self.frames, skipped=self.skipped, step=self.step_count,
             frame_ms=1000 * float(np.median(times)) if times else 0.0,
             window=("window" if self.window and self.window.alive else
+                    "display lost" if getattr(self.window, "lost", False) else
                     "window closed" if self.window else "headless"),
             paused=self.paused, message=self.message,
             producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
@@ -723,7 +762,9 @@ class Session:
         """Draw one frame now and wait for it (tests, screenshots, `S`)."""
         self._wait_idle()
         if not self.step(self.step_count):
-            raise RuntimeError("could not draw a frame (paused, window closed, or a producer mid-write)")
+            why = (f"drawing stopped by a renderer error: {self.failed}" if self.failed
+                   else "paused, window closed, or a producer mid-write")
+            raise RuntimeError(f"could not draw a frame ({why})")
         return self.flush()
 
     def save_png(self, path) -> Path:

@@ -5,7 +5,9 @@ The instance enables ``VK_KHR_portability_enumeration`` when the loader has it
 plus a ``VK_EXT_debug_utils`` messenger when validation is requested
 (``CALIPER_VK_VALIDATION=1``, which the test suite sets). Validation messages
 of error severity are collected in :attr:`Instance.validation_errors` so a
-test can fail on exactly the call that caused one.
+test can fail on exactly the call that caused one, and, when
+``CALIPER_VK_VALIDATION_LOG`` names a file, appended to it as ``pid<TAB>message``
+lines (how the test suite counts the errors of the processes it starts).
 
 Device choice: a discrete GPU first, then an integrated one, then any other
 (lavapipe is a "CPU" device). ``CALIPER_VK_DEVICE`` forces the choice: an
@@ -28,6 +30,7 @@ from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEVICE_ENV = "CALIPER_VK_DEVICE"
 VALIDATION_ENV = "CALIPER_VK_VALIDATION"
+VALIDATION_LOG_ENV = "CALIPER_VK_VALIDATION_LOG"
 # MoltenVK's fast math contracts and reorders float operations, which breaks the byte-exact
 # views; it reads this variable once, when the driver loads, so it is set before any
 # Vulkan call (an explicit value in the environment wins; `caliper doctor` reports it).
@@ -60,6 +63,16 @@ OPTIONAL_DEVICE_EXTENSIONS = (
 # Every validation error of every instance in this process, in order (the test suite
 # fails the test during which one appears, whichever device or window caused it).
 VALIDATION_LOG: list[str] = []
+
+
+def _log_to_file(text: str) -> None:
+    path = os.environ.get(VALIDATION_LOG_ENV)
+    if path:
+        try:
+            with open(path, "a") as f:  # one short append per error
+                f.write(f"{os.getpid()}\t{' '.join(text.split())}\n")
+        except OSError:
+            pass
 
 
 class NoDeviceError(RuntimeError):
@@ -242,6 +255,7 @@ class Instance:
             if severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT:
                 self.validation_errors.append(text)
                 VALIDATION_LOG.append(text)
+                _log_to_file(text)
             else:
                 self.validation_warnings.append(text)
         return 0

@@ -13,10 +13,17 @@ what they mean is the caller's business (``caliper_vk.session``).
 
 Event pumping must happen on the thread that created the window (macOS
 requires the main thread).
+
+A lost display (the X server gone) must not end the process that trains: Xlib's
+default fatal-I/O handler calls ``exit()``. On X11 the window installs handlers
+that mark the display lost instead; the window then reports ``alive == False``
+and ``lost == True`` and draws no more.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +99,59 @@ def _glfw():
 # next window connects to the display named then (DISPLAY may have changed, e.g. under Xvfb).
 _open_windows = 0
 
+# X11 connections (Display* addresses) of GLFW that this module watches, and those lost.
+_watched_displays: set[int] = set()
+_lost_displays: set[int] = set()
+_x11: dict = {}
+_IO_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_IO_EXIT_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _on_io_error(display):
+    if display in _watched_displays:
+        _lost_displays.add(display)
+        return 0  # then the exit handler below, which returns: the process lives on
+    previous = _x11.get("previous")
+    return previous(display) if previous else 0  # other connections: Xlib's usual (exit)
+
+
+def _on_io_exit(display, data):
+    _lost_displays.add(display)
+
+
+def _survive_display_loss(glfw) -> int | None:
+    """Make a broken connection to GLFW's X server mark the display lost instead of ending
+    the process (needs libX11 >= 1.7 for ``XSetIOErrorExitHandler``). Returns the watched
+    ``Display*`` address, or None (not X11, or an older libX11: Xlib's behaviour stays)."""
+    try:
+        if glfw.get_platform() != glfw.PLATFORM_X11:
+            return None
+        display = ctypes.cast(glfw.get_x11_display(), ctypes.c_void_p).value
+    except Exception:  # an older GLFW or pyGLFW, or a GLFW without X11
+        return None
+    if not display:
+        return None
+    if "lib" not in _x11:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+            lib.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p, _IO_EXIT_HANDLER, ctypes.c_void_p]
+            lib.XSetIOErrorHandler.argtypes = [_IO_HANDLER]
+            lib.XSetIOErrorHandler.restype = ctypes.c_void_p
+        except (OSError, AttributeError):
+            lib = None
+        _x11["lib"] = lib
+        if lib is not None:
+            _x11["io"], _x11["exit"] = _IO_HANDLER(_on_io_error), _IO_EXIT_HANDLER(_on_io_exit)
+            previous = lib.XSetIOErrorHandler(_x11["io"])
+            _x11["previous"] = _IO_HANDLER(previous) if previous else None
+    lib = _x11["lib"]
+    if lib is None:
+        return None
+    if display not in _watched_displays:
+        lib.XSetIOErrorExitHandler(display, _x11["exit"], None)
+        _watched_displays.add(display)
+    return display
+
 
 class Window:
     """A window showing one canvas. States: open → closed (by the user or ``close``).
@@ -119,6 +179,7 @@ class Window:
             raise NoDeviceError("GLFW could not create a window")
         global _open_windows
         _open_windows += 1
+        self._display = _survive_display_loss(glfw)
         self._own_device = device is None
         if device is None:
             exts = list(glfw.get_required_instance_extensions())
@@ -138,6 +199,7 @@ class Window:
             raise NoDeviceError(f"{device.info.name}'s compute queue cannot present to this window")
         self.events: list[Event] = []
         self.alive = True
+        self.lost = False  # the display (X server) or the window's surface went away
         self.resized = False
         self._drag = None
         self._install_callbacks()
@@ -284,6 +346,9 @@ class Window:
         except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
             self.resized = True
             return False
+        except vk.VkErrorSurfaceLostKhr:
+            self._lose()
+            return False
         self._next_sem = (self._next_sem + 1) % len(self._acquire_sems)
         self._acquired = index
         self._acquired_sem = sem
@@ -307,6 +372,12 @@ class Window:
             self._queue_present(self.device.queue, info)
         except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
             self.resized = True
+        except vk.VkErrorSurfaceLostKhr:
+            self._lose()
+
+    def _lose(self) -> None:
+        self.alive = False
+        self.lost = True
 
     # -- input ------------------------------------------------------------------------------------
     def _install_callbacks(self) -> None:
@@ -363,8 +434,11 @@ class Window:
     def poll(self) -> list[Event]:
         """Pump window events; returns (and clears) the input events since the last poll."""
         glfw = _glfw()
-        glfw.poll_events()
-        if glfw.window_should_close(self.handle):
+        if self._display not in _lost_displays:
+            glfw.poll_events()
+        if self._display in _lost_displays:
+            self._lose()
+        elif glfw.window_should_close(self.handle):
             self.alive = False
         events, self.events = self.events, []
         return events
@@ -392,7 +466,9 @@ class Window:
         global _open_windows
         _open_windows -= 1
         if _open_windows == 0:
-            _glfw().terminate()
+            _glfw().terminate()  # the connection is closed: its address may be reused
+            _watched_displays.discard(self._display)
+            _lost_displays.discard(self._display)
 
 
 def _layers():

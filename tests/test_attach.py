@@ -105,9 +105,9 @@ def test_resized_storage_stops_the_panel_not_training(session, capsys):
     assert session.step() in (True, False)  # keeps going
 
 
-def test_other_devices_fall_back_to_staging_with_a_reason():
-    record = exporters.export(torch.empty(4, 3, device="meta"), default_device().info, "x")
-    assert record.kind == "staging" and "no exporter for meta tensors" in record.reason
+def test_meta_tensors_hold_no_data_and_are_refused_clearly():
+    with pytest.raises(exporters.ContractError, match="meta device, which holds no data"):
+        exporters.export(torch.empty(4, 3, device="meta"), default_device().info, "x")
 
 
 def test_too_large_is_refused_clearly():

@@ -110,18 +110,34 @@ def dtype_name(tensor) -> str:
 def check_tensor(tensor, name: str = "tensor", max_bytes: int | None = None) -> None:
     """Raise a :class:`ContractError` unless the renderer may read ``tensor`` in place."""
     if not type(tensor).__module__.startswith("torch"):
+        hint = " (torch.from_numpy(a) shares a numpy array's memory)" if type(tensor).__module__ == "numpy" \
+            else ""
         raise ContractError(f"{name} is a {type(tensor).__name__}, not a torch tensor; attach a torch "
-                            "tensor, or draw host arrays with a view's set_data()")
+                            f"tensor{hint}, or draw host arrays with a view's set_data()")
+    # layouts first: a sparse or nested tensor has no strides to check (torch raises on is_contiguous)
+    if getattr(tensor, "is_nested", False):
+        raise ContractError(f"{name} is a nested tensor; attach each component ({name}.unbind()) or a "
+                            f"padded dense copy ({name}.to_padded_tensor(0.0)) that you keep and update")
+    layout = str(tensor.layout).replace("torch.", "")
+    if layout != "strided":
+        raise ContractError(f"{name} is a {layout} tensor; Caliper reads dense tensors: attach "
+                            f"{name}.to_dense() (an explicit copy you keep and update)")
+    if getattr(tensor, "is_quantized", False):
+        raise ContractError(f"{name} is a quantized tensor ({dtype_name(tensor)}); attach its values "
+                            f"as {name}.dequantize() (an explicit float32 copy you keep and update)")
+    if tensor.device.type == "meta":
+        raise ContractError(f"{name} is on the meta device, which holds no data; attach a tensor with "
+                            "storage (cpu, cuda or mps), e.g. one from caliper_vk.empty()")
     dt = dtype_name(tensor)
     if dt not in SUPPORTED_DTYPES:
         example = {"float64": ".float()", "int64": ".int()", "bool": ".to(torch.uint8)",
-                   "int16": ".int()", "int8": ".int()"}.get(dt, ".float()")
+                   "int16": ".int()", "int8": ".int()", "uint16": ".int()",
+                   "complex64": ".abs()", "complex128": ".abs().float()", "complex32": ".abs().float()",
+                   "bits8": ".view(torch.uint8)"}.get(dt, ".float()")
         raise UnsupportedDtypeError(
             f"{name} has dtype {dt}; Caliper reads {', '.join(SUPPORTED_DTYPES)}. Convert it "
             f"explicitly into a tensor you keep and update (e.g. {name}{example}), or allocate one "
             "with caliper_vk.empty(shape, dtype=torch.float32)")
-    if tensor.is_sparse or getattr(tensor, "is_quantized", False):
-        raise ContractError(f"{name} is a sparse or quantized tensor; attach a dense tensor")
     if not tensor.is_contiguous():
         raise NotContiguousError(
             f"{name} is not contiguous (shape {tuple(tensor.shape)}, strides {tuple(tensor.stride())}): "

@@ -131,7 +131,11 @@ class PointCloud(ViewBase):
     def set_source(self, source: Source, labels=None, values=None) -> None:
         """Draw positions straight from ``source`` (a live tensor; see ``caliper_vk.attach``)."""
         if len(source.shape) != 2 or source.shape[1] not in (2, 3):
-            raise ValueError(f"positions have shape {source.shape}; the pointcloud view takes (N, 3) or (N, 2)")
+            raise ValueError(
+                f"positions have shape {source.shape}; the pointcloud view takes (N, 3) or (N, 2). "
+                "Attach a tensor of that shape (t.view(-1, 3) for flat xyz triples; for wider data, "
+                "copy a 3-D projection into caliper_vk.empty((N, 3)) and update it), or draw other "
+                "shapes with the heatmap or histogram view")
         n = source.shape[0]
         self._set_source(source)
         self.labels = None if labels is None else as_labels(labels, n)

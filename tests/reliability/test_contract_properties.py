@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from caliper_vk import exporters
@@ -59,3 +59,59 @@ def test_views_with_offset_export_their_own_first_byte(start, length, dtype):
 def test_not_a_tensor_is_refused():
     with pytest.raises(ContractError, match="not a torch tensor"):
         exporters.check_tensor(np.zeros(3), "a")
+
+
+# -- the whole attach, not only the check: refused exactly as check_tensor says, else drawn exactly ----
+@st.composite
+def valued_strided_tensors(draw):
+    """Random values under random shapes, strides, storage offsets and dtypes, and a view that
+    takes the shape (histogram: any; heatmap: 1-D or 2-D; pointcloud: (N, 2|3))."""
+    t = draw(strided_tensors())
+    seed = draw(st.integers(0, 2**16))
+    base = torch.as_strided(t, (t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    values = torch.randint(-60, 60, (base.numel(),), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        base.copy_(values.to(t.dtype))
+    views = ["histogram"]
+    if t.dim() in (1, 2):
+        views.append("heatmap")
+    if t.dim() == 2 and t.shape[1] in (2, 3):
+        views.append("pointcloud")
+    return t, draw(st.sampled_from(views))
+
+
+@pytest.fixture(scope="module")
+def session():
+    import caliper_vk as cv
+
+    with cv.Session(window=False, size=(64, 48)) as s:
+        yield s
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valued_strided_tensors())
+def test_attach_refuses_exactly_what_check_tensor_refuses_and_draws_the_rest_exactly(session, tv):
+    t, view = tv
+    try:
+        exporters.check_tensor(t, "t")
+        expected = None
+    except ContractError as exc:
+        expected = type(exc)
+    event(f"{view}: {'refused' if expected else 'drawn'}")
+    if expected is not None:
+        with pytest.raises(expected):
+            session.attach(t, view, name="t")
+        assert session.panels == []
+        return
+    panel = session.attach(t, view, name="t")
+    try:
+        frame = session.render()
+        assert np.array_equal(frame, session.canvas.reference())
+        r = panel.view.rect
+        own = frame[r.y:r.y + r.height, r.x:r.x + r.width]
+        panel.close()
+        panel = session.attach(t.clone(), view, name="t")  # its own elements, not the base storage's
+        frame = session.render()
+        assert np.array_equal(own, frame[r.y:r.y + r.height, r.x:r.x + r.width])
+    finally:
+        panel.close()
