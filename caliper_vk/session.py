@@ -367,6 +367,7 @@ class Session:
         self._render_thread = threading.get_ident()
         self._status_time = -1.0
         self._status_message = ""
+        self._read_back_next = False  # render(): copy the next frame to host memory in its submission
         self._layout()
 
     # -- panels ---------------------------------------------------------------------------
@@ -606,7 +607,8 @@ class Session:
         self._submit_time = time.perf_counter()
         try:
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
-                               extra_signal=binary_signal, readback=self._save_due())
+                               extra_signal=binary_signal,
+                               readback=self._save_due() or self._read_back_next)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
@@ -708,7 +710,12 @@ class Session:
     def render(self) -> np.ndarray:
         """Draw one frame now and wait for it (tests, screenshots, `S`)."""
         self._wait_idle()
-        if not self.step(self.step_count):
+        self._read_back_next = True  # the copy rides in the frame's own submission
+        try:
+            drawn = self.step(self.step_count)
+        finally:
+            self._read_back_next = False
+        if not drawn:
             raise RuntimeError("could not draw a frame (paused, window closed, or a producer mid-write)")
         return self.flush()
 
