@@ -75,6 +75,33 @@ def test_pointcloud_matches_twin(name, artifacts):
     assert_view_matches_twin(PointCloud(positions, **options), w, h, artifacts)
 
 
+@pytest.mark.parametrize("color_pass", ["points", "pixels"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_both_color_passes_match_twin(name, color_pass, artifacts):
+    """The per-point paint and the per-pixel resolve each give the twin's bytes (auto picks
+    one of them per frame; this runs every case through both)."""
+    positions, options, (w, h) = CASES[name]
+    view = PointCloud(positions, **options)
+    view.color_pass = color_pass
+    assert_view_matches_twin(view, w, h, artifacts)
+
+
+def test_color_pass_follows_the_point_count(artifacts):
+    """auto: per point while the footprints cover fewer pixels than the panel, per pixel
+    beyond; switching between them re-records and stays exact."""
+    view = PointCloud(cloud(100), point_size_px=2)
+    with Canvas(80, 60) as canvas:
+        canvas.add(view)
+        canvas.render()
+        assert view.per_point()
+        view.set_data(cloud(5000))
+        assert_same_image(canvas.render(), canvas.reference(), artifacts / "pixels")
+        assert not view.per_point()
+        view.set_data(cloud(200))
+        assert_same_image(canvas.render(), canvas.reference(), artifacts / "points")
+        assert view.per_point()
+
+
 def test_counts_nonfinite_and_offscreen():
     p = np.array([[0, 0, 0], [np.nan, 0, 0], [0, np.inf, 0], [1e6, 0, 0]], np.float32)
     view = PointCloud(p, bounds=((-1, -1, -1), (1, 1, 1)))
