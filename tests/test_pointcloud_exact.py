@@ -86,6 +86,17 @@ def test_both_color_passes_match_twin(name, color_pass, artifacts):
     assert_view_matches_twin(view, w, h, artifacts)
 
 
+@pytest.mark.parametrize("size", [1, 2, 6, 8, 9, 31, 32, 63, 64])
+def test_shader_footprint_equals_the_host_footprint(size, artifacts):
+    """The shaders derive a point's footprint from its size with integer math; it must be
+    footprint(size), the twin's offset list, for every size (edges of the panel included)."""
+    p = np.array([[0, 0, 0], [0.9, 0.7, 0], [-0.95, -0.9, 0], [0.2, -0.99, 0]], np.float32)
+    for color_pass in ("points", "pixels"):
+        view = PointCloud(p, point_size_px=size, yaw_deg=0.0, pitch_deg=0.0)
+        view.color_pass = color_pass
+        assert_view_matches_twin(view, 150, 110, artifacts / color_pass)
+
+
 def test_color_pass_follows_the_point_count(artifacts):
     """auto: per point while the footprints cover fewer pixels than the panel, per pixel
     beyond; switching between them re-records and stays exact."""

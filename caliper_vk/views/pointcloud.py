@@ -33,7 +33,7 @@ from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 # Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
-(PC_N, PC_DIM, PC_W, PC_H, PC_NFOOT, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
+(PC_N, PC_DIM, PC_W, PC_H, PC_SIZE, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
 PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_ZSCALE, PC_VLO, PC_VSCALE = (
     11, 20, 21, 22, 23, 24, 25, 26, 27)
 PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED, PC_BASE, PC_DTYPE = range(28, 36)
@@ -224,7 +224,7 @@ class PointCloud(ViewBase):
             vscale = lut_scale(vlo, vhi)
         p = np.zeros(N_PARAMS, np.uint32)
         p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height
-        p[PC_NFOOT], p[PC_MODE], p[PC_NPAL] = len(self._foot), mode, len(self._palette)
+        p[PC_SIZE], p[PC_MODE], p[PC_NPAL] = self.point_size_px, mode, len(self._palette)
         p[PC_MARGIN] = MAX_POINT_SIZE
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
@@ -265,7 +265,6 @@ class PointCloud(ViewBase):
             self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
             self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
             self._upload("colors", self._colors())
-            self._upload("footprint", self._foot)
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 8, host_visible=False)
@@ -280,14 +279,14 @@ class PointCloud(ViewBase):
         self._drop_sets()
         n = self.source.shape[0]
         per_point = self.per_point(n)
-        splat = pipeline(self.device, "pointcloud_splat", ["buffer"] * 6).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["footprint"], b["stats"], b["values"]])
+        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 4).bind(
+            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"]])
         if per_point:
-            color = pipeline(self.device, "pointcloud_paint", ["buffer"] * 7 + ["image"]).bind(
-                [b["params"], self._bound["positions"], b["depth"], b["footprint"], b["labels"],
-                 b["values"], b["colors"], self.target])
+            color = pipeline(self.device, "pointcloud_paint", ["uniform"] + ["buffer"] * 5 + ["image"]).bind(
+                [b["params"], self._bound["positions"], b["depth"], b["labels"], b["values"], b["colors"],
+                 self.target])
         else:
-            color = pipeline(self.device, "pointcloud_resolve", ["buffer"] * 5 + ["image"]).bind(
+            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 4 + ["image"]).bind(
                 [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
         self._sets = [splat, color]
         rec.fill(b["depth"], 0xFFFFFFFF)

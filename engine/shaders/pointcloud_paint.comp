@@ -10,14 +10,13 @@ layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) readonly buffer Depth { uint64_t depth[]; };
-layout(std430, binding = 3) readonly buffer Footprint { ivec2 foot[]; };
-layout(std430, binding = 4) readonly buffer Labels { uint labels[]; };
-layout(std430, binding = 5) readonly buffer Values { float values[]; };
-layout(std430, binding = 6) readonly buffer Colors { uint colors[]; };
-layout(rgba8ui, binding = 7) uniform writeonly uimage2D target;
+layout(std430, binding = 3) readonly buffer Labels { uint labels[]; };
+layout(std430, binding = 4) readonly buffer Values { float values[]; };
+layout(std430, binding = 5) readonly buffer Colors { uint colors[]; };
+layout(rgba8ui, binding = 6) uniform writeonly uimage2D target;
 
 #define INPUT pos
 #include "input.glsl"
@@ -26,20 +25,20 @@ layout(rgba8ui, binding = 7) uniform writeonly uimage2D target;
 
 void main() {
     uint i = linear_invocation();
-    if (i >= P[PC_N]) return;
+    if (i >= P(PC_N)) return;
     uint64_t key;
     int ix, iy;
     if (project(i, key, ix, iy) != PROJ_NEAR) return;
-    int w = int(P[PC_W]);
-    int h = int(P[PC_H]);
-    int rx = int(P[PC_RECT_X]);
-    int ry = int(P[PC_RECT_Y]);
-    uint nfoot = P[PC_NFOOT];
+    int w = int(P(PC_W));
+    int h = int(P(PC_H));
+    int rx = int(P(PC_RECT_X));
+    int ry = int(P(PC_RECT_Y));
     bool colored = false;
     uvec4 rgba = uvec4(0u);
-    for (uint k = 0u; k < nfoot; ++k) {
-        int px = ix + foot[k].x;
-        int py = iy + foot[k].y;
+    for (int dy = foot_lo(); dy <= foot_hi(); ++dy) for (int dx = foot_lo(); dx <= foot_hi(); ++dx) {
+        if (!in_footprint(dx, dy)) continue;
+        int px = ix + dx;
+        int py = iy + dy;
         if (px >= 0 && px < w && py >= 0 && py < h && depth[uint(py) * uint(w) + uint(px)] == key) {
             if (!colored) {
                 rgba = unpack_rgba(point_color(key));

@@ -8,7 +8,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Depth { uint64_t depth[]; };
 layout(std430, binding = 2) readonly buffer Labels { uint labels[]; };
 layout(std430, binding = 3) readonly buffer Values { float values[]; };
@@ -20,9 +20,9 @@ layout(rgba8ui, binding = 5) uniform writeonly uimage2D target;
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    uint w = P[PC_W];
-    if (x >= w || y >= P[PC_H]) return;
+    uint w = P(PC_W);
+    if (x >= w || y >= P(PC_H)) return;
     uint64_t d = depth[y * w + x];
-    uint c = d != 0xFFFFFFFFFFFFFFFFul ? point_color(d) : P[PC_BG];
-    imageStore(target, ivec2(int(P[PC_RECT_X] + x), int(P[PC_RECT_Y] + y)), unpack_rgba(c));
+    uint c = d != 0xFFFFFFFFFFFFFFFFul ? point_color(d) : P(PC_BG);
+    imageStore(target, ivec2(int(P(PC_RECT_X) + x), int(P(PC_RECT_Y) + y)), unpack_rgba(c));
 }

@@ -8,12 +8,11 @@ layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) buffer Depth { uint64_t depth[]; };
-layout(std430, binding = 3) readonly buffer Footprint { ivec2 foot[]; };
-layout(std430, binding = 4) buffer Stats { uint stats[]; };
-layout(std430, binding = 5) readonly buffer Values { float values[]; };
+layout(std430, binding = 3) buffer Stats { uint stats[]; };
+layout(std430, binding = 4) readonly buffer Values { float values[]; };
 
 #define INPUT pos
 #include "input.glsl"
@@ -21,7 +20,7 @@ layout(std430, binding = 5) readonly buffer Values { float values[]; };
 
 void main() {
     uint i = linear_invocation();
-    if (i >= P[PC_N]) return;
+    if (i >= P(PC_N)) return;
     uint64_t key;
     int ix, iy;
     uint where = project(i, key, ix, iy);
@@ -29,20 +28,20 @@ void main() {
         atomicAdd(stats[ST_NONFINITE], 1u);
         return;
     }
-    if (P[PC_MODE] == MODE_VALUES && classify(values[i]) != CLASS_FINITE) {
+    if (P(PC_MODE) == MODE_VALUES && classify(values[i]) != CLASS_FINITE) {
         atomicAdd(stats[ST_NONFINITE_VALUES], 1u);
     }
     if (where == PROJ_FAR) {  // far outside the panel: not drawn, counted
         atomicAdd(stats[ST_OFFSCREEN], 1u);
         return;
     }
-    int w = int(P[PC_W]);
-    int h = int(P[PC_H]);
+    int w = int(P(PC_W));
+    int h = int(P(PC_H));
     if (ix < 0 || ix >= w || iy < 0 || iy >= h) atomicAdd(stats[ST_OFFSCREEN], 1u);
-    uint nfoot = P[PC_NFOOT];
-    for (uint k = 0u; k < nfoot; ++k) {
-        int px = ix + foot[k].x;
-        int py = iy + foot[k].y;
+    for (int dy = foot_lo(); dy <= foot_hi(); ++dy) for (int dx = foot_lo(); dx <= foot_hi(); ++dx) {
+        if (!in_footprint(dx, dy)) continue;
+        int px = ix + dx;
+        int py = iy + dy;
         if (px >= 0 && px < w && py >= 0 && py < h) {
             atomicMin(depth[uint(py) * uint(w) + uint(px)], key);
         }
