@@ -152,3 +152,33 @@ def test_labels_use_ten_distinct_colours():
         img = canvas.render()
     colours = {tuple(c) for c in img.reshape(-1, 4)} - {(22, 22, 26, 255)}
     assert len(colours) == 10
+
+
+def test_fit_equals_the_plain_float64_fit():
+    """The live fit (transposed columns; float32 screening of a large cloud's distances) gives
+    exactly the box and radius of the plain float64 formula, so shader and twin see the same
+    parameters whichever way they were found."""
+    from caliper_vk.views import _exact
+    from caliper_vk.views._source import Source
+
+    def plain(pos):
+        fin = pos[np.isfinite(pos).all(axis=1)]
+        lo = _exact.ftz(fin.min(axis=0)).astype(np.float64)
+        hi = _exact.ftz(fin.max(axis=0)).astype(np.float64)
+        c = ((lo + hi) / 2).astype(np.float32)
+        d2 = sum((fin[:, k] - c[k]).astype(np.float64) ** 2 for k in range(pos.shape[1]))
+        return lo, hi, float(np.sqrt(d2.max())) * 1.001
+
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        n, dim = (60_000, 3) if trial % 2 else (3000, 2 + trial % 3 // 2)
+        pos = (rng.normal(size=(n, dim)) * 10.0 ** rng.uniform(-25, 25)).astype(np.float32)
+        if trial % 3 == 0:  # every point nearly on one sphere: many near-ties for the maximum
+            pos /= np.sqrt((pos.astype(np.float64) ** 2).sum(axis=1, keepdims=True)).astype(np.float32)
+        if trial % 4 == 1:
+            pos[rng.integers(0, n, 5), 0] = [np.nan, np.inf, -np.inf, np.nan, np.inf]
+        view = PointCloud()
+        view.set_source(Source(pos, live=True))
+        lo, hi, radius = view._fit()
+        want = plain(pos)
+        assert np.array_equal(lo, want[0]) and np.array_equal(hi, want[1]) and radius == want[2]
