@@ -60,6 +60,17 @@ def footprint(size_px: int) -> np.ndarray:
     return np.array(offs, dtype=np.int32).reshape(-1, 2)
 
 
+@lru_cache(maxsize=64)
+def _packed(background: tuple, color: tuple) -> tuple:
+    """The colour words PC_BG .. PC_UNLABELLED (the parameters are rebuilt every frame)."""
+    return tuple(_exact.pack_rgba(c) for c in (background, color, NAN_COLOR, UNLABELLED))
+
+
+def _ftz32(v: float) -> float:
+    """``_exact.ftz`` of one float32 value held as a Python float: zero and subnormals become +0."""
+    return 0.0 if abs(v) < 1.1754943508222875e-38 else v  # below the smallest normal float32
+
+
 def _max_square_distance(cols: np.ndarray, c: np.ndarray) -> float:
     """``max over points of sum_k float64(cols[k] - c[k]) ** 2`` (coordinates as rows),
     exactly: the fit's radius.
@@ -77,7 +88,12 @@ def _max_square_distance(cols: np.ndarray, c: np.ndarray) -> float:
             top = float(s.max())
         if 1e-30 < top < 1e30:
             diffs = diffs[:, np.flatnonzero(s >= np.float32(top * (1 - 1e-5)))]
-    return float(sum(d.astype(np.float64) ** 2 for d in diffs).max())
+    sq = diffs.astype(np.float64)
+    np.square(sq, out=sq)
+    total = sq[0]  # summed in coordinate order, as the float64 formula does
+    for row in sq[1:]:
+        total = total + row
+    return float(total.max())
 
 
 @lru_cache(maxsize=256)
@@ -190,7 +206,9 @@ class PointCloud(ViewBase):
             self.zoom = float(zoom)
 
     def _fit(self) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """Bounding box and bounding-sphere radius of the finite points (cached per data version)."""
+        """Bounding box and bounding-sphere radius of the finite points (cached per data version).
+
+        A live source is fitted every frame, so this keeps to a few numpy calls."""
         if self._fit_cache is None or self.source.live:
             pos = self.positions
             dim = pos.shape[1]
@@ -198,13 +216,17 @@ class PointCloud(ViewBase):
             # (N, 3) array are 3-4x slower to reduce, and min(axis=0) is ~20x slower)
             cols = np.ascontiguousarray(pos.T)
             radius = None
-            if len(pos) and not np.isfinite(cols.min(axis=1) + cols.max(axis=1)).all():
+            lo = cols.min(axis=1).tolist() if cols.shape[1] else []
+            hi = cols.max(axis=1).tolist() if cols.shape[1] else []
+            if not all(map(math.isfinite, lo + hi)):
                 # min and max propagate NaN and an Inf is an extreme: only now look per point
                 cols = np.ascontiguousarray(cols[:, np.isfinite(cols).all(axis=0)])
+                lo = cols.min(axis=1).tolist() if cols.shape[1] else []
+                hi = cols.max(axis=1).tolist() if cols.shape[1] else []
             if cols.shape[1]:
                 # ftz is monotone, so flushing the extremes equals the extremes of flushed data
-                lo = _exact.ftz(cols.min(axis=1)).astype(np.float64)
-                hi = _exact.ftz(cols.max(axis=1)).astype(np.float64)
+                lo = np.array([_ftz32(v) for v in lo])
+                hi = np.array([_ftz32(v) for v in hi])
                 # the smallest sphere about the box centre that holds every point: tighter
                 # than the box's half-diagonal, whose corners are usually empty
                 c = ((lo + hi) / 2).astype(np.float32)
@@ -256,10 +278,7 @@ class PointCloud(ViewBase):
         f[PC_SCALE:PC_VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
                                      100.0 / (2 * radius), vlo, vscale)
         p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
-        p[PC_BG] = _exact.pack_rgba(self.background)
-        p[PC_COLOR] = _exact.pack_rgba(self.color)
-        p[PC_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
-        p[PC_UNLABELLED] = _exact.pack_rgba(UNLABELLED)
+        p[PC_BG:PC_UNLABELLED + 1] = _packed(tuple(self.background), tuple(self.color))
         p[PC_BASE], p[PC_DTYPE] = base, dtype
         return p
 
@@ -335,10 +354,10 @@ class PointCloud(ViewBase):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 4)
+        nonfinite, offscreen, bad_values, _ = self._buffers["stats"].view(np.uint32, 4).tolist()
         n = self.source.shape[0]
-        self.stats = {"points": n, "nonfinite": int(s[0]), "offscreen": int(s[1]),
-                      "nonfinite_values": int(s[2]), "drawn": n - int(s[0]) - int(s[1])}
+        self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
+                      "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}
 
     # -- the numpy twin --------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
