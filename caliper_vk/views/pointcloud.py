@@ -350,7 +350,7 @@ class PointCloud(ViewBase):
         """The per-pixel resolve pass, when it is the colour pass (labels and values are
         host-staged inputs, not the live tensor)."""
         if not self._recorded[1]:
-            rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
+            rec.dispatch(self._sets[1], -(-self.rect.width // 32), -(-self.rect.height // 8))
         self.stale = False
 
     def finish(self) -> None:

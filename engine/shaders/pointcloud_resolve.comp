@@ -4,7 +4,9 @@
 // colormapped value), darkens it with distance (integer shade from its depth),
 // and stores it; empty pixels get the background.
 #extension GL_ARB_gpu_shader_int64 : require
-layout(local_size_x = 16, local_size_y = 16) in;
+// 32 x 8 workgroups: measured about 15% less lavapipe time than 16 x 16 (800 x 600, 1M
+// points). Mirrored by the dispatch in caliper_vk/views/pointcloud.py.
+layout(local_size_x = 32, local_size_y = 8) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
