@@ -28,6 +28,44 @@ from .instance import OPTIONAL_DEVICE_EXTENSIONS, Instance, NoDeviceError, Physi
 _WAIT_STAGE = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
 
 
+def _build_submit(batches) -> tuple:
+    """``(VkSubmitInfo[], [(wait values, signal values) per batch], keep-alive)`` for
+    :meth:`Device.submit_batches`; the value arrays are filled in per submission."""
+    keep = []
+    slots = []
+    infos = ffi.new("VkSubmitInfo[]", len(batches))
+    for info, (command_buffers, wait, signal) in zip(infos, batches, strict=True):
+        info.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
+        cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
+        keep.append(cbs)
+        info.commandBufferCount, info.pCommandBuffers = len(cbs), cbs
+        wait_values = ffi.new("uint64_t[]", max(1, len(wait)))
+        signal_values = ffi.new("uint64_t[]", max(1, len(signal)))
+        keep += (wait_values, signal_values)
+        slots.append((wait_values, signal_values))
+        if not (wait or signal):
+            continue
+        timeline = ffi.new("VkTimelineSemaphoreSubmitInfo *")
+        timeline.sType = vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO
+        keep.append(timeline)
+        info.pNext = timeline
+        if wait:
+            handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in wait])
+            stages = ffi.new("VkPipelineStageFlags[]", [_WAIT_STAGE] * len(wait))
+            keep += (handles, stages)
+            info.waitSemaphoreCount, info.pWaitSemaphores = len(wait), handles
+            info.pWaitDstStageMask = stages
+            timeline.waitSemaphoreValueCount = len(wait)
+            timeline.pWaitSemaphoreValues = wait_values
+        if signal:
+            handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in signal])
+            keep.append(handles)
+            info.signalSemaphoreCount, info.pSignalSemaphores = len(signal), handles
+            timeline.signalSemaphoreValueCount = len(signal)
+            timeline.pSignalSemaphoreValues = signal_values
+    return infos, slots, keep
+
+
 class Device:
     """A ``VkDevice`` with one compute-capable queue. States: open → closed.
 
@@ -107,6 +145,7 @@ class Device:
         self._completed = 0
         self._retired: deque = deque()  # (serial, callback)
         self._free_fences: list = []
+        self._submit_structs: dict = {}  # see submit_batches
         # Objects shared per device (built-in pipelines); closed before the device.
         self.cache: dict = {}
         # Live VkDeviceMemory: bytes the engine allocated, and bytes it imported (not copies).
@@ -169,37 +208,25 @@ class Device:
         fence, one serial); each batch signals once its own work (and all earlier work) is
         done, as separate submissions would. The CPU never waits here.
 
-        The frame loop calls this every frame: the structs are built with cffi directly and
-        the call goes straight to the loader (the ``vulkan`` package's generic wrappers and
-        :func:`new` cost tens of microseconds a frame).
+        The frame loop calls this every frame with the same command buffers and semaphores:
+        the submit structs are built once per such combination (with cffi directly) and
+        only the semaphore values change; the call goes straight to the loader. (The
+        ``vulkan`` package's generic wrappers and :func:`new` cost tens of microseconds a
+        frame; Vulkan copies the structs during the call, so reusing them is safe.)
         """
-        keep = []
-        infos = ffi.new("VkSubmitInfo[]", len(batches))
-        for info, (command_buffers, wait, signal) in zip(infos, batches, strict=True):
-            info.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
-            cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
-            keep.append(cbs)
-            info.commandBufferCount, info.pCommandBuffers = len(cbs), cbs
-            if not (wait or signal):
-                continue
-            timeline = ffi.new("VkTimelineSemaphoreSubmitInfo *")
-            timeline.sType = vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO
-            keep.append(timeline)
-            info.pNext = timeline
-            if wait:
-                handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in wait])
-                values = ffi.new("uint64_t[]", [v for _, v in wait])
-                stages = ffi.new("VkPipelineStageFlags[]", [_WAIT_STAGE] * len(wait))
-                keep += (handles, values, stages)
-                info.waitSemaphoreCount, info.pWaitSemaphores = len(wait), handles
-                info.pWaitDstStageMask = stages
-                timeline.waitSemaphoreValueCount, timeline.pWaitSemaphoreValues = len(wait), values
-            if signal:
-                handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in signal])
-                values = ffi.new("uint64_t[]", [v for _, v in signal])
-                keep += (handles, values)
-                info.signalSemaphoreCount, info.pSignalSemaphores = len(signal), handles
-                timeline.signalSemaphoreValueCount, timeline.pSignalSemaphoreValues = len(signal), values
+        key = tuple((tuple(cbs), tuple(sem.handle for sem, _ in wait),
+                     tuple(sem.handle for sem, _ in signal)) for cbs, wait, signal in batches)
+        structs = self._submit_structs.get(key)
+        if structs is None:
+            if len(self._submit_structs) >= 32:
+                self._submit_structs.clear()
+            structs = self._submit_structs[key] = _build_submit(batches)
+        infos, slots = structs[0], structs[1]
+        for (_, wait, signal), (wait_values, signal_values) in zip(batches, slots, strict=True):
+            for i, (_, value) in enumerate(wait):
+                wait_values[i] = value
+            for i, (_, value) in enumerate(signal):
+                signal_values[i] = value
         with self._lock:
             self.collect()
             fence = self._fence()
