@@ -79,7 +79,7 @@ def _max_square_distance(cols: np.ndarray, c: np.ndarray) -> float:
     then evaluates the float64 sums only for the points within 1e-5 of the float32 maximum:
     float32 rounding moves a sum by under 1e-6 relative, so the float64 maximum is among them.
     Sums that could overflow or lose precision in float32 take the plain float64 path."""
-    diffs = cols - c[:, None]  # float32: the very terms the float64 sum squares
+    diffs = cols - c.reshape(-1, 1)  # float32: the very terms the float64 sum squares
     if diffs.shape[1] > 50_000:
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             s = diffs[0] * diffs[0]
@@ -205,8 +205,9 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
-    def _fit(self) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """Bounding box and bounding-sphere radius of the finite points (cached per data version).
+    def _fit(self) -> tuple[list, list, float | None]:
+        """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
+        radius of the finite points (cached per data version).
 
         A live source is fitted every frame, so this keeps to a few numpy calls."""
         if self._fit_cache is None or self.source.live:
@@ -225,14 +226,14 @@ class PointCloud(ViewBase):
                 hi = cols.max(axis=1).tolist() if cols.shape[1] else []
             if cols.shape[1]:
                 # ftz is monotone, so flushing the extremes equals the extremes of flushed data
-                lo = np.array([_ftz32(v) for v in lo])
-                hi = np.array([_ftz32(v) for v in hi])
+                lo = [_ftz32(v) for v in lo]
+                hi = [_ftz32(v) for v in hi]
                 # the smallest sphere about the box centre that holds every point: tighter
                 # than the box's half-diagonal, whose corners are usually empty
-                c = ((lo + hi) / 2).astype(np.float32)
-                radius = float(np.sqrt(_max_square_distance(cols, c))) * 1.001
+                c = np.array([(a + b) / 2 for a, b in zip(lo, hi, strict=True)], np.float32)
+                radius = math.sqrt(_max_square_distance(cols, c)) * 1.001
             else:
-                lo = hi = np.zeros(dim)
+                lo = hi = [0.0] * dim
             self._fit_cache = (lo, hi, radius)
         return self._fit_cache
 
