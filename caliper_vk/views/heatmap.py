@@ -147,6 +147,7 @@ class Heatmap(RangedView):
             [b["params"], data, b["colors"], self.target])
         self._sets = [stats, raster]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        rec.mark("heatmap stats")
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 
