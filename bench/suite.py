@@ -220,9 +220,12 @@ def render(res: dict) -> str:
     for n, r in res["profile"].items():
         if "error" not in r:
             lines.append(f"| {int(n):,} | " + " | ".join(f"{v:.2f}" for v in r.values()) + " |")
-    lines += ["", "`PointCloud reads` is the splat (projection and one 64-bit `atomicMin` per covered "
-              "pixel); `PointCloud` is the resolve pass over every pixel of the panel, a fixed cost "
-              "that dominates small clouds; `readback` copies the frame to host memory.", ""]
+    lines += ["", "`pointcloud clears` fills the depth buffer (and, for a small cloud, copies the "
+              "panel's background in); `pointcloud splat` is the projection and one 64-bit "
+              "`atomicMin` per covered pixel; the colour pass is `PointCloud reads` for a small cloud "
+              "(per point: each point colours the pixels it won) or `PointCloud` for a large one (per "
+              "pixel over the whole panel, a fixed cost); `readback` copies the frame to host "
+              "memory.", ""]
     lines += targets(res)
     return "\n".join(lines) + "\n"
 

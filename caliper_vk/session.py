@@ -368,6 +368,7 @@ class Session:
         self._render_thread = threading.get_ident()
         self._status_time = -1.0
         self._status_message = ""
+        self._read_back_next = False  # render(): copy the next frame to host memory in its submission
         self._layout()
 
     # -- panels ---------------------------------------------------------------------------
@@ -647,7 +648,8 @@ class Session:
         self._submit_time = time.perf_counter()
         try:
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
-                               extra_signal=binary_signal, readback=self._save_due())
+                               extra_signal=binary_signal,
+                               readback=self._save_due() or self._read_back_next)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
@@ -761,7 +763,12 @@ class Session:
     def render(self) -> np.ndarray:
         """Draw one frame now and wait for it (tests, screenshots, `S`)."""
         self._wait_idle()
-        if not self.step(self.step_count):
+        self._read_back_next = True  # the copy rides in the frame's own submission
+        try:
+            drawn = self.step(self.step_count)
+        finally:
+            self._read_back_next = False
+        if not drawn:
             why = (f"drawing stopped by a renderer error: {self.failed}" if self.failed
                    else "paused, window closed, or a producer mid-write")
             raise RuntimeError(f"could not draw a frame ({why})")

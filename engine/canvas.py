@@ -203,7 +203,7 @@ class Canvas:
                readback: bool = True) -> int:
         """Prepare every panel and submit one frame; returns its serial (no CPU wait).
 
-        The frame is two submissions. ``wait``/``signal`` (``(semaphore, value)``
+        The frame is two batches of one submission. ``wait``/``signal`` (``(semaphore, value)``
         pairs) belong to the first, which holds every pass that reads the
         drawables' inputs, so a producer waiting on ``signal`` is released as
         soon as its tensor has been read, not when the frame is done.
@@ -218,10 +218,10 @@ class Canvas:
         if not self._recorded or any(p.drawable.stale for p in self.panels):
             self.device.wait()  # the command buffers may still be executing
             self._record()
-        self.device.submit([self._reads_recorder.handle], wait=wait, signal=signal)
         tail = [self._readback_recorder.handle] if readback else []
-        self._serial = self.device.submit([self._recorder.handle, *tail, *extra], wait=extra_wait,
-                                          signal=extra_signal)
+        self._serial = self.device.submit_batches([
+            ([self._reads_recorder.handle], wait, signal),
+            ([self._recorder.handle, *tail, *extra], extra_wait, extra_signal)])
         self.read_back_serial = self._serial if readback else None
         return self._serial
 

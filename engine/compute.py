@@ -1,8 +1,10 @@
 """Compute pipelines and their descriptor sets.
 
 A :class:`ComputePipeline` is made from SPIR-V and a binding list: one entry
-per ``layout(binding = i)``, each ``"buffer"`` (storage buffer) or
-``"image"`` (storage image). :meth:`ComputePipeline.bind` allocates a
+per ``layout(binding = i)``, each ``"buffer"`` (storage buffer), ``"uniform"``
+(uniform buffer: small per-frame parameters, whose loads a CPU implementation
+makes once per invocation group instead of once per lane) or ``"image"``
+(storage image). :meth:`ComputePipeline.bind` allocates a
 :class:`DescriptorSet` pointing at concrete resources; a view keeps one set
 per frame target and re-records only when its resources change.
 """
@@ -16,6 +18,7 @@ from .device import Device
 
 _KINDS = {
     "buffer": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    "uniform": vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
     "image": vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
 }
 
@@ -30,7 +33,7 @@ class ComputePipeline:
     spirv : bytes
         The compiled module; entry point ``main``.
     bindings : sequence of str
-        ``"buffer"`` or ``"image"`` for bindings 0, 1, ...
+        ``"buffer"``, ``"uniform"`` or ``"image"`` for bindings 0, 1, ...
     name : str
         For error messages.
     """
@@ -41,7 +44,7 @@ class ComputePipeline:
         self.bindings = tuple(bindings)
         unknown = [b for b in self.bindings if b not in _KINDS]
         if unknown:
-            raise ValueError(f"unknown binding kinds {unknown}; use 'buffer' or 'image'")
+            raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
         dev = device.handle
         code = ffi.new("char[]", bytes(spirv))
         self.module = vk.vkCreateShaderModule(
@@ -135,7 +138,7 @@ class DescriptorSet:
         )[0]
         writes = []
         for i, (kind, res) in enumerate(zip(pipeline.bindings, self.resources, strict=False)):
-            if kind == "buffer":
+            if kind != "image":
                 info = new("VkDescriptorBufferInfo", buffer=res.handle, offset=0, range=WHOLE_SIZE)
                 writes.append(new("VkWriteDescriptorSet", dstSet=self.handle, dstBinding=i,
                                   descriptorCount=1, descriptorType=_KINDS[kind], pBufferInfo=info))

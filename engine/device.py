@@ -20,8 +20,50 @@ from collections import deque
 
 import vulkan as vk
 
-from ._vk import UINT64_MAX, VulkanError, new
+from ._vk import UINT64_MAX, VulkanError, ffi, new
 from .instance import OPTIONAL_DEVICE_EXTENSIONS, Instance, NoDeviceError, PhysicalDeviceInfo
+
+
+# Semaphore waits hold back every stage of the batch that waits.
+_WAIT_STAGE = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+
+
+def _build_submit(batches) -> tuple:
+    """``(VkSubmitInfo[], [(wait values, signal values) per batch], keep-alive)`` for
+    :meth:`Device.submit_batches`; the value arrays are filled in per submission."""
+    keep = []
+    slots = []
+    infos = ffi.new("VkSubmitInfo[]", len(batches))
+    for info, (command_buffers, wait, signal) in zip(infos, batches, strict=True):
+        info.sType = vk.VK_STRUCTURE_TYPE_SUBMIT_INFO
+        cbs = ffi.new("VkCommandBuffer[]", list(command_buffers))
+        keep.append(cbs)
+        info.commandBufferCount, info.pCommandBuffers = len(cbs), cbs
+        wait_values = ffi.new("uint64_t[]", max(1, len(wait)))
+        signal_values = ffi.new("uint64_t[]", max(1, len(signal)))
+        keep += (wait_values, signal_values)
+        slots.append((wait_values, signal_values))
+        if not (wait or signal):
+            continue
+        timeline = ffi.new("VkTimelineSemaphoreSubmitInfo *")
+        timeline.sType = vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO
+        keep.append(timeline)
+        info.pNext = timeline
+        if wait:
+            handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in wait])
+            stages = ffi.new("VkPipelineStageFlags[]", [_WAIT_STAGE] * len(wait))
+            keep += (handles, stages)
+            info.waitSemaphoreCount, info.pWaitSemaphores = len(wait), handles
+            info.pWaitDstStageMask = stages
+            timeline.waitSemaphoreValueCount = len(wait)
+            timeline.pWaitSemaphoreValues = wait_values
+        if signal:
+            handles = ffi.new("VkSemaphore[]", [sem.handle for sem, _ in signal])
+            keep.append(handles)
+            info.signalSemaphoreCount, info.pSignalSemaphores = len(signal), handles
+            timeline.signalSemaphoreValueCount = len(signal)
+            timeline.pSignalSemaphoreValues = signal_values
+    return infos, slots, keep
 
 
 class Device:
@@ -103,6 +145,7 @@ class Device:
         self._completed = 0
         self._retired: deque = deque()  # (serial, callback)
         self._free_fences: list = []
+        self._submit_structs: dict = {}  # see submit_batches
         # Objects shared per device (built-in pipelines); closed before the device.
         self.cache: dict = {}
         # Live VkDeviceMemory: bytes the engine allocated, and bytes it imported (not copies).
@@ -147,7 +190,8 @@ class Device:
     def _fence(self):
         if self._free_fences:
             fence = self._free_fences.pop()
-            vk.vkResetFences(self.handle, 1, [fence])
+            if vk.lib.vkResetFences(self.handle, 1, ffi.new("VkFence[1]", [fence])) != vk.VK_SUCCESS:
+                raise VulkanError("vkResetFences failed")
             return fence
         return vk.vkCreateFence(self.handle, new("VkFenceCreateInfo"), None)
 
@@ -157,31 +201,39 @@ class Device:
         ``wait`` and ``signal`` are sequences of ``(TimelineSemaphore, value)``;
         waits are at the compute stage. The CPU never waits here.
         """
+        return self.submit_batches([(command_buffers, wait, signal)])
+
+    def submit_batches(self, batches) -> int:
+        """Submit ``(command_buffers, wait, signal)`` batches in one ``vkQueueSubmit`` (one
+        fence, one serial); each batch signals once its own work (and all earlier work) is
+        done, as separate submissions would. The CPU never waits here.
+
+        The frame loop calls this every frame with the same command buffers and semaphores:
+        the submit structs are built once per such combination (with cffi directly) and
+        only the semaphore values change; the call goes straight to the loader. (The
+        ``vulkan`` package's generic wrappers and :func:`new` cost tens of microseconds a
+        frame; Vulkan copies the structs during the call, so reusing them is safe.)
+        """
+        key = tuple((tuple(cbs), tuple(sem.handle for sem, _ in wait),
+                     tuple(sem.handle for sem, _ in signal)) for cbs, wait, signal in batches)
+        structs = self._submit_structs.get(key)
+        if structs is None:
+            if len(self._submit_structs) >= 32:
+                self._submit_structs.clear()
+            structs = self._submit_structs[key] = _build_submit(batches)
+        infos, slots = structs[0], structs[1]
+        for (_, wait, signal), (wait_values, signal_values) in zip(batches, slots, strict=True):
+            for i, (_, value) in enumerate(wait):
+                wait_values[i] = value
+            for i, (_, value) in enumerate(signal):
+                signal_values[i] = value
         with self._lock:
             self.collect()
             fence = self._fence()
-            stages = [vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT] * len(wait)
-            timeline = None
-            if wait or signal:
-                timeline = new(
-                    "VkTimelineSemaphoreSubmitInfo",
-                    waitSemaphoreValueCount=len(wait),
-                    pWaitSemaphoreValues=[v for _, v in wait] or None,
-                    signalSemaphoreValueCount=len(signal),
-                    pSignalSemaphoreValues=[v for _, v in signal] or None,
-                )
-            info = new(
-                "VkSubmitInfo",
-                pNext=timeline,
-                waitSemaphoreCount=len(wait),
-                pWaitSemaphores=[s.handle for s, _ in wait] or None,
-                pWaitDstStageMask=stages or None,
-                commandBufferCount=len(command_buffers),
-                pCommandBuffers=list(command_buffers),
-                signalSemaphoreCount=len(signal),
-                pSignalSemaphores=[s.handle for s, _ in signal] or None,
-            )
-            vk.vkQueueSubmit(self.queue, 1, info, fence)
+            result = vk.lib.vkQueueSubmit(self.queue, len(batches), infos, fence)
+            if result != vk.VK_SUCCESS:
+                self._free_fences.append(fence)
+                raise vk.exception_codes[result]
             self._serial += 1
             self._inflight.append((self._serial, fence))
             return self._serial
@@ -205,10 +257,11 @@ class Device:
         with self._lock:
             while self._inflight:
                 serial, fence = self._inflight[0]
-                try:
-                    vk.vkGetFenceStatus(self.handle, fence)
-                except vk.VkNotReady:
+                status = vk.lib.vkGetFenceStatus(self.handle, fence)  # straight to the loader: hot
+                if status == vk.VK_NOT_READY:
                     break
+                if status != vk.VK_SUCCESS:
+                    raise vk.exception_codes[status]
                 self._inflight.popleft()
                 self._free_fences.append(fence)
                 self._completed = serial

@@ -78,6 +78,7 @@ class TimelineSemaphore:
         self.handle = vk.vkCreateSemaphore(
             device.handle, new("VkSemaphoreCreateInfo", pNext=type_info), None
         )
+        self._signal_info = None
 
     @property
     def value(self) -> int:
@@ -86,10 +87,15 @@ class TimelineSemaphore:
         return int(out[0])
 
     def signal(self, value: int) -> None:
-        """Signal ``value`` from the host."""
-        vk.vkSignalSemaphore(
-            self.device.handle, new("VkSemaphoreSignalInfo", semaphore=self.handle, value=value)
-        )
+        """Signal ``value`` from the host (every frame of a live panel: straight to the loader,
+        with one reused struct)."""
+        info = self._signal_info
+        if info is None:
+            info = self._signal_info = new("VkSemaphoreSignalInfo", semaphore=self.handle)
+        info.value = value
+        result = vk.lib.vkSignalSemaphore(self.device.handle, info)
+        if result != vk.VK_SUCCESS:
+            raise vk.exception_codes[result]
 
     def wait(self, value: int, timeout_ns: int = UINT64_MAX) -> bool:
         """Block until the counter reaches ``value``; False on timeout."""

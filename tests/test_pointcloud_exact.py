@@ -75,6 +75,44 @@ def test_pointcloud_matches_twin(name, artifacts):
     assert_view_matches_twin(PointCloud(positions, **options), w, h, artifacts)
 
 
+@pytest.mark.parametrize("color_pass", ["points", "pixels"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_both_color_passes_match_twin(name, color_pass, artifacts):
+    """The per-point paint and the per-pixel resolve each give the twin's bytes (auto picks
+    one of them per frame; this runs every case through both)."""
+    positions, options, (w, h) = CASES[name]
+    view = PointCloud(positions, **options)
+    view.color_pass = color_pass
+    assert_view_matches_twin(view, w, h, artifacts)
+
+
+@pytest.mark.parametrize("size", [1, 2, 6, 8, 9, 31, 32, 63, 64])
+def test_shader_footprint_equals_the_host_footprint(size, artifacts):
+    """The shaders derive a point's footprint from its size with integer math; it must be
+    footprint(size), the twin's offset list, for every size (edges of the panel included)."""
+    p = np.array([[0, 0, 0], [0.9, 0.7, 0], [-0.95, -0.9, 0], [0.2, -0.99, 0]], np.float32)
+    for color_pass in ("points", "pixels"):
+        view = PointCloud(p, point_size_px=size, yaw_deg=0.0, pitch_deg=0.0)
+        view.color_pass = color_pass
+        assert_view_matches_twin(view, 150, 110, artifacts / color_pass)
+
+
+def test_color_pass_follows_the_point_count(artifacts):
+    """auto: per point while the footprints cover fewer pixels than the panel, per pixel
+    beyond; switching between them re-records and stays exact."""
+    view = PointCloud(cloud(100), point_size_px=2)
+    with Canvas(80, 60) as canvas:
+        canvas.add(view)
+        canvas.render()
+        assert view.per_point()
+        view.set_data(cloud(5000))
+        assert_same_image(canvas.render(), canvas.reference(), artifacts / "pixels")
+        assert not view.per_point()
+        view.set_data(cloud(200))
+        assert_same_image(canvas.render(), canvas.reference(), artifacts / "points")
+        assert view.per_point()
+
+
 def test_counts_nonfinite_and_offscreen():
     p = np.array([[0, 0, 0], [np.nan, 0, 0], [0, np.inf, 0], [1e6, 0, 0]], np.float32)
     view = PointCloud(p, bounds=((-1, -1, -1), (1, 1, 1)))
@@ -114,3 +152,33 @@ def test_labels_use_ten_distinct_colours():
         img = canvas.render()
     colours = {tuple(c) for c in img.reshape(-1, 4)} - {(22, 22, 26, 255)}
     assert len(colours) == 10
+
+
+def test_fit_equals_the_plain_float64_fit():
+    """The live fit (transposed columns; float32 screening of a large cloud's distances) gives
+    exactly the box and radius of the plain float64 formula, so shader and twin see the same
+    parameters whichever way they were found."""
+    from caliper_vk.views import _exact
+    from caliper_vk.views._source import Source
+
+    def plain(pos):
+        fin = pos[np.isfinite(pos).all(axis=1)]
+        lo = _exact.ftz(fin.min(axis=0)).astype(np.float64)
+        hi = _exact.ftz(fin.max(axis=0)).astype(np.float64)
+        c = ((lo + hi) / 2).astype(np.float32)
+        d2 = sum((fin[:, k] - c[k]).astype(np.float64) ** 2 for k in range(pos.shape[1]))
+        return lo, hi, float(np.sqrt(d2.max())) * 1.001
+
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        n, dim = (60_000, 3) if trial % 2 else (3000, 2 + trial % 3 // 2)
+        pos = (rng.normal(size=(n, dim)) * 10.0 ** rng.uniform(-25, 25)).astype(np.float32)
+        if trial % 3 == 0:  # every point nearly on one sphere: many near-ties for the maximum
+            pos /= np.sqrt((pos.astype(np.float64) ** 2).sum(axis=1, keepdims=True)).astype(np.float32)
+        if trial % 4 == 1:
+            pos[rng.integers(0, n, 5), 0] = [np.nan, np.inf, -np.inf, np.nan, np.inf]
+        view = PointCloud()
+        view.set_source(Source(pos, live=True))
+        lo, hi, radius = view._fit()
+        want = plain(pos)
+        assert np.array_equal(lo, want[0]) and np.array_equal(hi, want[1]) and radius == want[2]

@@ -14,8 +14,8 @@ def test_profiled_frame_reports_every_pass():
         canvas.profile()
         canvas.render()
         marks = canvas.timings()
-        assert [m for m, _ in marks] == ["clear", "pointcloud depth clear", "PointCloud reads",
-                                         "Heatmap reads", "PointCloud", "Heatmap", "readback"]
+        assert [m for m, _ in marks] == ["clear", "pointcloud clears", "pointcloud splat", "PointCloud reads",
+                                         "heatmap stats", "Heatmap reads", "PointCloud", "Heatmap", "readback"]
         assert all(ms >= 0 for _, ms in marks)
         assert np.array_equal(canvas.pixels(), canvas.reference())  # profiling changes no pixel
         canvas.profile(False)

@@ -10,6 +10,8 @@ path swaps in imported buffers instead.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..engine import Buffer, ComputePipeline, shaders
@@ -45,13 +47,16 @@ def resolve_range(data: np.ndarray, spec) -> tuple[float, float]:
     if isinstance(spec, str):
         if spec not in ("auto", "symmetric"):
             raise ValueError(f"value_range {spec!r} is not one of 'auto', 'symmetric' or (lo, hi)")
-        ok = np.isfinite(data)
-        finite = data if ok.all() else data[ok]
-        if finite.size == 0:
+        extremes = (data.min(), data.max()) if data.size else ()
+        if not all(map(math.isfinite, extremes)):
+            # min and max propagate NaN and an Inf is an extreme: only now look per value
+            finite = data[np.isfinite(data)]
+            extremes = (finite.min(), finite.max()) if finite.size else ()
+        if not extremes:
             lo, hi = 0.0, 1.0
         else:
             # ftz is monotone: flushing the extremes equals the extremes of the flushed data
-            lo, hi = (float(_exact.ftz(v)) for v in (finite.min(), finite.max()))
+            lo, hi = (float(_exact.ftz(v)) for v in extremes)
             if spec == "symmetric":
                 m = max(abs(lo), abs(hi))
                 lo, hi = -m, m

@@ -27,6 +27,7 @@ F32 = np.float32
 N_PARAMS = 16
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (heatmap_stats.comp)
+STATS_BINDINGS = ("uniform", "buffer", "buffer")  # heatmap_stats.comp: parameters, values, counters
 BACKGROUND = (22, 22, 26, 255)
 
 NAN_COLOR = (255, 0, 255, 255)
@@ -144,12 +145,13 @@ class Heatmap(RangedView):
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", ["buffer"] * 3).bind(
+        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
             [b["params"], data, b["stats"]])
-        raster = pipeline(self.device, "heatmap", ["buffer"] * 3 + ["image"]).bind(
+        raster = pipeline(self.device, "heatmap", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
             [b["params"], data, b["colors"], self.target])
         self._sets = [stats, raster]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        rec.mark("heatmap stats")
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 

@@ -3,7 +3,12 @@
 GPU passes (engine/shaders/pointcloud_*.comp): clear a 64-bit depth buffer,
 splat every point's footprint with ``atomicMin((orderable(-depth) << 32) |
 index)`` (order-independent: the nearest point wins, ties go to the lower
-index), then resolve each pixel's winner to a colour, darkened with distance.
+index), then colour each won pixel from its winner, darkened with distance.
+That last pass runs one of two ways with the same bytes: per pixel over the
+whole panel (``pointcloud_resolve``), or, when the points cover well under
+the panel's pixels, per point (``pointcloud_paint``: each point stores its
+colour where it won, over a background copied in by a transfer), so a small
+cloud does not pay for every pixel of a large panel.
 :meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
 
 Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg``
@@ -28,7 +33,7 @@ from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
 # Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
-(PC_N, PC_DIM, PC_W, PC_H, PC_NFOOT, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
+(PC_N, PC_DIM, PC_W, PC_H, PC_SIZE, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
 PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_ZSCALE, PC_VLO, PC_VSCALE = (
     11, 20, 21, 22, 23, 24, 25, 26, 27)
 PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED, PC_BASE, PC_DTYPE = range(28, 36)
@@ -54,6 +59,42 @@ def footprint(size_px: int) -> np.ndarray:
     offs = [(dx, dy) for dy in rng for dx in rng
             if (2 * dx - (1 - odd)) ** 2 + (2 * dy - (1 - odd)) ** 2 <= k * k]
     return np.array(offs, dtype=np.int32).reshape(-1, 2)
+
+
+@lru_cache(maxsize=64)
+def _packed(background: tuple, color: tuple) -> tuple:
+    """The colour words PC_BG .. PC_UNLABELLED (the parameters are rebuilt every frame)."""
+    return tuple(_exact.pack_rgba(c) for c in (background, color, NAN_COLOR, UNLABELLED))
+
+
+def _ftz32(v: float) -> float:
+    """``_exact.ftz`` of one float32 value held as a Python float: zero and subnormals become +0."""
+    return 0.0 if abs(v) < 1.1754943508222875e-38 else v  # below the smallest normal float32
+
+
+def _max_square_distance(cols: np.ndarray, c: np.ndarray) -> float:
+    """``max over points of sum_k float64(cols[k] - c[k]) ** 2`` (coordinates as rows),
+    exactly: the fit's radius.
+
+    A large cloud first takes the sums in float32 (a fraction of the float64 passes' time),
+    then evaluates the float64 sums only for the points within 1e-5 of the float32 maximum:
+    float32 rounding moves a sum by under 1e-6 relative, so the float64 maximum is among them.
+    Sums that could overflow or lose precision in float32 take the plain float64 path."""
+    diffs = cols - c.reshape(-1, 1)  # float32: the very terms the float64 sum squares
+    if diffs.shape[1] > 50_000:
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            s = diffs[0] * diffs[0]
+            for d in diffs[1:]:
+                s += d * d
+            top = float(s.max())
+        if 1e-30 < top < 1e30:
+            diffs = diffs[:, np.flatnonzero(s >= np.float32(top * (1 - 1e-5)))]
+    sq = diffs.astype(np.float64)
+    np.square(sq, out=sq)
+    total = sq[0]  # summed in coordinate order, as the float64 formula does
+    for row in sq[1:]:
+        total = total + row
+    return float(total.max())
 
 
 @lru_cache(maxsize=256)
@@ -106,6 +147,7 @@ class PointCloud(ViewBase):
         self._fit_cache = None
         self.labels = self.values = None
         self._classes = None  # (labels, their distinct classes) for the legend
+        self.color_pass = "auto"  # see per_point()
         if positions is not None:
             self.set_data(positions, labels=labels, values=values)
 
@@ -169,25 +211,35 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
-    def _fit(self) -> tuple[np.ndarray, np.ndarray, float | None]:
-        """Bounding box and bounding-sphere radius of the finite points (cached per data version)."""
+    def _fit(self) -> tuple[list, list, float | None]:
+        """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
+        radius of the finite points (cached per data version).
+
+        A live source is fitted every frame, so this keeps to a few numpy calls."""
         if self._fit_cache is None or self.source.live:
             pos = self.positions
             dim = pos.shape[1]
-            fin = pos if np.isfinite(pos).all() else pos[np.isfinite(pos).all(axis=1)]
+            # one transposing copy makes every later pass contiguous (strided columns of an
+            # (N, 3) array are 3-4x slower to reduce, and min(axis=0) is ~20x slower)
+            cols = np.ascontiguousarray(pos.T)
             radius = None
-            if len(fin):
-                # ftz is monotone, so flushing the extremes equals the extremes of flushed data;
-                # per-column reductions are ~20x faster than min(axis=0) on (N, 3)
-                lo = _exact.ftz([fin[:, k].min() for k in range(dim)]).astype(np.float64)
-                hi = _exact.ftz([fin[:, k].max() for k in range(dim)]).astype(np.float64)
+            lo = cols.min(axis=1).tolist() if cols.shape[1] else []
+            hi = cols.max(axis=1).tolist() if cols.shape[1] else []
+            if not all(map(math.isfinite, lo + hi)):
+                # min and max propagate NaN and an Inf is an extreme: only now look per point
+                cols = np.ascontiguousarray(cols[:, np.isfinite(cols).all(axis=0)])
+                lo = cols.min(axis=1).tolist() if cols.shape[1] else []
+                hi = cols.max(axis=1).tolist() if cols.shape[1] else []
+            if cols.shape[1]:
+                # ftz is monotone, so flushing the extremes equals the extremes of flushed data
+                lo = [_ftz32(v) for v in lo]
+                hi = [_ftz32(v) for v in hi]
                 # the smallest sphere about the box centre that holds every point: tighter
                 # than the box's half-diagonal, whose corners are usually empty
-                c = ((lo + hi) / 2).astype(np.float32)
-                d2 = sum((fin[:, k] - c[k]).astype(np.float64) ** 2 for k in range(dim))
-                radius = float(np.sqrt(d2.max())) * 1.001
+                c = np.array([(a + b) / 2 for a, b in zip(lo, hi, strict=True)], np.float32)
+                radius = math.sqrt(_max_square_distance(cols, c)) * 1.001
             else:
-                lo = hi = np.zeros(dim)
+                lo = hi = [0.0] * dim
             self._fit_cache = (lo, hi, radius)
         return self._fit_cache
 
@@ -224,7 +276,7 @@ class PointCloud(ViewBase):
             vscale = lut_scale(vlo, vhi)
         p = np.zeros(N_PARAMS, np.uint32)
         p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height
-        p[PC_NFOOT], p[PC_MODE], p[PC_NPAL] = len(self._foot), mode, len(self._palette)
+        p[PC_SIZE], p[PC_MODE], p[PC_NPAL] = self.point_size_px, mode, len(self._palette)
         p[PC_MARGIN] = MAX_POINT_SIZE
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
@@ -233,10 +285,7 @@ class PointCloud(ViewBase):
         f[PC_SCALE:PC_VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
                                      100.0 / (2 * radius), vlo, vscale)
         p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
-        p[PC_BG] = _exact.pack_rgba(self.background)
-        p[PC_COLOR] = _exact.pack_rgba(self.color)
-        p[PC_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
-        p[PC_UNLABELLED] = _exact.pack_rgba(UNLABELLED)
+        p[PC_BG:PC_UNLABELLED + 1] = _packed(tuple(self.background), tuple(self.color))
         p[PC_BASE], p[PC_DTYPE] = base, dtype
         return p
 
@@ -260,6 +309,18 @@ class PointCloud(ViewBase):
             return chrome.range_legend(lo, hi, self._lut)
         return []
 
+    def per_point(self, n: int | None = None) -> bool:
+        """True when the colour pass runs per point (``pointcloud_paint``) rather than per
+        pixel (``pointcloud_resolve``): the points' footprints cover well under the panel's
+        pixels. Both give the same bytes; ``color_pass`` ("auto", "points" or "pixels")
+        forces one. On lavapipe the per-point pass costs about twice as much per footprint
+        pixel as the per-pixel pass per panel pixel (and far less in all for small clouds:
+        2,000 points on 800 x 600, 0.3 ms against 4-8 ms), hence the factor."""
+        if self.color_pass != "auto":
+            return self.color_pass == "points"
+        n = self.source.shape[0] if n is None else n
+        return 2 * n * len(self._foot) <= self.rect.width * self.rect.height
+
     def prepare(self) -> None:
         r = self.rect
         n = self.source.shape[0]
@@ -269,41 +330,57 @@ class PointCloud(ViewBase):
             self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
             self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
             self._upload("colors", self._colors())
-            self._upload("footprint", self._foot)
+            self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 8, host_visible=False)
         self._buffer("stats", 16)
-        if getattr(self, "_recorded_n", None) != n:
+        if getattr(self, "_recorded", None) != (n, self.per_point(n)):
             self.stale = True
 
     def record_reads(self, rec) -> None:
-        """Depth clear and splat: the only passes that read the positions."""
+        """Depth clear and splat, and the per-point colour pass: the passes that read the
+        positions."""
         b = self._buffers
         self._drop_sets()
-        splat = pipeline(self.device, "pointcloud_splat", ["buffer"] * 6).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["footprint"], b["stats"], b["values"]])
-        resolve = pipeline(self.device, "pointcloud_resolve", ["buffer"] * 5 + ["image"]).bind(
-            [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
-        self._sets = [splat, resolve]
         n = self.source.shape[0]
+        per_point = self.per_point(n)
+        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 4).bind(
+            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"]])
+        if per_point:
+            color = pipeline(self.device, "pointcloud_paint", ["uniform"] + ["buffer"] * 5 + ["image"]).bind(
+                [b["params"], self._bound["positions"], b["depth"], b["labels"], b["values"], b["colors"],
+                 self.target])
+        else:
+            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 4 + ["image"]).bind(
+                [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
+        self._sets = [splat, color]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
+        if per_point:
+            r = self.rect
+            rec.fill_rect(b["background"], self.target, r.x, r.y, r.width, r.height)
         rec.barrier()
-        rec.mark("pointcloud depth clear")
+        rec.mark("pointcloud clears")
         if n:
             rec.dispatch(splat, *groups_1d(n))
-        self._recorded_n = n
+        rec.mark("pointcloud splat")
+        if per_point and n:
+            rec.barrier()
+            rec.dispatch(color, *groups_1d(n))
+        self._recorded = (n, per_point)
 
     def record(self, rec) -> None:
-        """The resolve pass (labels and values are host-staged inputs, not the live tensor)."""
-        rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
+        """The per-pixel resolve pass, when it is the colour pass (labels and values are
+        host-staged inputs, not the live tensor)."""
+        if not self._recorded[1]:
+            rec.dispatch(self._sets[1], -(-self.rect.width // 32), -(-self.rect.height // 8))
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 4)
+        nonfinite, offscreen, bad_values, _ = self._buffers["stats"].view(np.uint32, 4).tolist()
         n = self.source.shape[0]
-        self.stats = {"points": n, "nonfinite": int(s[0]), "offscreen": int(s[1]),
-                      "nonfinite_values": int(s[2]), "drawn": n - int(s[0]) - int(s[1])}
+        self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
+                      "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}
 
     # -- the numpy twin --------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:

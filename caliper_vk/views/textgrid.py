@@ -33,7 +33,8 @@ from . import _exact
 from ._base import RangedView, lut_scale, pipeline, resolve_range
 from ._source import Source
 from .heatmap import (HM_BASE, HM_DTYPE, HM_HI, HM_LO, HM_N, N_PARAMS as HM_N_PARAMS, NAN_COLOR,
-                      NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, record_stats_pass, reference_stats)
+                      NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BINDINGS, record_stats_pass,
+                      reference_stats)
 
 F32 = np.float32
 (TG_ROWS, TG_COLS, TG_W, TG_H, TG_RECT_X, TG_RECT_Y, TG_BASE, TG_DTYPE, TG_LO, TG_SCALE, TG_GX, TG_GY,
@@ -364,7 +365,7 @@ class TextGrid(RangedView):
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", ["buffer"] * 3).bind(
+        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
             [b["stats_params"], data, b["stats"]])
         draw = pipeline(self.device, "textgrid", ["buffer"] * 5 + ["image"]).bind(
             [b["params"], data, b["colors"], b["strings"], b["atlas"], self.target])

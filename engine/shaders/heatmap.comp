@@ -7,7 +7,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 #include "heatmap_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[HM_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
 layout(rgba8ui, binding = 3) uniform writeonly uimage2D target;
@@ -18,24 +18,24 @@ layout(rgba8ui, binding = 3) uniform writeonly uimage2D target;
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    uint w = P[HM_W];
-    uint h = P[HM_H];
+    uint w = P(HM_W);
+    uint h = P(HM_H);
     if (x >= w || y >= h) return;
-    uint rows = P[HM_ROWS];
-    uint cols = P[HM_COLS];
-    ivec2 at = ivec2(int(P[HM_RECT_X] + x), int(P[HM_RECT_Y] + y));
+    uint rows = P(HM_ROWS);
+    uint cols = P(HM_COLS);
+    ivec2 at = ivec2(int(P(HM_RECT_X) + x), int(P(HM_RECT_Y) + y));
     if (rows == 0u || cols == 0u) {  // an empty tensor: the panel shows no cells
-        imageStore(target, at, unpack_rgba(P[HM_BG]));
+        imageStore(target, at, unpack_rgba(P(HM_BG)));
         return;
     }
     uint row = uint((uint64_t(y) * uint64_t(rows)) / uint64_t(h));
     uint col = uint((uint64_t(x) * uint64_t(cols)) / uint64_t(w));
-    float v = load_input(P[HM_BASE], P[HM_DTYPE], row * cols + col);
+    float v = load_input(P(HM_BASE), P(HM_DTYPE), row * cols + col);
     uint cls = classify(v);
     uint c;
     if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), f(HM_LO), f(HM_SCALE), 255u)];
-    else if (cls == CLASS_NAN) c = P[HM_NAN_COLOR];
-    else if (cls == CLASS_POSINF) c = P[HM_POSINF_COLOR];
-    else c = P[HM_NEGINF_COLOR];
+    else if (cls == CLASS_NAN) c = P(HM_NAN_COLOR);
+    else if (cls == CLASS_POSINF) c = P(HM_POSINF_COLOR);
+    else c = P(HM_NEGINF_COLOR);
     imageStore(target, at, unpack_rgba(c));
 }

@@ -1,4 +1,4 @@
-// Word offsets into the heatmap parameter buffer (uint words; floats by bits).
+// Word offsets into the heatmap parameter block (uint words; floats by bits).
 // Mirrored by caliper_vk/views/heatmap.py (HeatmapParams); keep in step.
 #define HM_ROWS 0
 #define HM_COLS 1
@@ -16,6 +16,7 @@
 #define HM_BG 13
 #define HM_BASE 14
 #define HM_DTYPE 15
+#define HM_VEC4S 4  // the block's size in uvec4s (N_PARAMS / 4)
 
 #define ST_NAN 0
 #define ST_POSINF 1
@@ -25,4 +26,6 @@
 #define ST_MIN 5
 #define ST_MAX 6
 
-#define f(k) uintBitsToFloat(P[k])
+// A uniform block, as in pointcloud_params.glsl: P(k) reads word k.
+#define P(k) PV[(k) >> 2][(k) & 3]
+#define f(k) uintBitsToFloat(P(k))

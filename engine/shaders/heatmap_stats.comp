@@ -7,7 +7,7 @@ layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "heatmap_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[HM_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) buffer Stats { uint stats[]; };
 
@@ -22,12 +22,12 @@ layout(std430, binding = 2) buffer Stats { uint stats[]; };
 
 void main() {
     uint first = linear_invocation() * PER_INVOCATION;
-    uint n = P[HM_N];
+    uint n = P(HM_N);
     uint kmin = 0xFFFFFFFFu;
     uint kmax = 0u;
     uint counts[5] = uint[5](0u, 0u, 0u, 0u, 0u);
     for (uint i = first; i < min(first + PER_INVOCATION, n); ++i) {
-        float v = load_input(P[HM_BASE], P[HM_DTYPE], i);
+        float v = load_input(P(HM_BASE), P(HM_DTYPE), i);
         uint cls = classify(v);
         if (cls == CLASS_NAN) counts[ST_NAN] += 1u;
         else if (cls == CLASS_POSINF) counts[ST_POSINF] += 1u;

@@ -24,13 +24,14 @@ float half_bits_to_float(uint h) {
 }
 
 float load_input(uint base, uint dtype, uint i) {
-    if (dtype == DT_F32) return uintBitsToFloat(INPUT[(base >> 2) + i]);
-    if (dtype == DT_I32) return float(int(INPUT[(base >> 2) + i]));
-    if (dtype == DT_U8) {
-        uint b = base + i;
-        return float((INPUT[b >> 2] >> ((b & 3u) * 8u)) & 255u);
-    }
-    uint b = base + 2u * i;
-    uint h = (INPUT[b >> 2] >> ((b & 2u) * 8u)) & 0xFFFFu;
-    return dtype == DT_BF16 ? uintBitsToFloat(h << 16) : half_bits_to_float(h);
+    // One load whatever the dtype, then decode with arithmetic: a CPU implementation
+    // (lavapipe) runs every side of a branch, so a load per dtype would cost four loads.
+    uint shift = dtype == DT_U8 ? 0u : (dtype == DT_F16 || dtype == DT_BF16) ? 1u : 2u;
+    uint b = base + (i << shift);  // the byte address of a 2- or 1-byte element
+    uint word = INPUT[shift == 2u ? (base >> 2) + i : b >> 2];
+    uint bits = shift == 2u ? word : (word >> ((b & 3u) * 8u)) & (shift == 1u ? 0xFFFFu : 255u);
+    if (dtype == DT_F32) return uintBitsToFloat(bits);
+    if (dtype == DT_I32) return float(int(bits));
+    if (dtype == DT_U8) return float(bits);
+    return dtype == DT_BF16 ? uintBitsToFloat(bits << 16) : half_bits_to_float(bits);
 }

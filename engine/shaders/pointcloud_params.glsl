@@ -1,10 +1,10 @@
-// Word offsets into the point-cloud parameter buffer (uint words; floats by bits).
+// Word offsets into the point-cloud parameter block (uint words; floats by bits).
 // Mirrored by caliper_vk/views/pointcloud.py (PointCloudParams); keep in step.
 #define PC_N 0
 #define PC_DIM 1
 #define PC_W 2
 #define PC_H 3
-#define PC_NFOOT 4
+#define PC_SIZE 4
 #define PC_MODE 5
 #define PC_NPAL 6
 #define PC_MARGIN 7
@@ -36,6 +36,7 @@
 #define PC_UNLABELLED 33
 #define PC_BASE 34
 #define PC_DTYPE 35
+#define PC_VEC4S 9  // the block's size in uvec4s (N_PARAMS / 4)
 
 #define MODE_UNIFORM 0u
 #define MODE_LABELS 1u
@@ -48,4 +49,8 @@
 // Colour table layout: 256 colormap entries, then the categorical palette.
 #define LUT_SIZE 256u
 
-#define f(k) uintBitsToFloat(P[k])
+// The parameters are a uniform block (`uniform Params { uvec4 PV[PC_VEC4S]; }`), not a
+// storage buffer: a uniform load is one scalar load on a CPU implementation (lavapipe runs
+// a storage-buffer load once per lane). P(k) reads word k.
+#define P(k) PV[(k) >> 2][(k) & 3]
+#define f(k) uintBitsToFloat(P(k))

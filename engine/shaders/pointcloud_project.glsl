@@ -1,0 +1,50 @@
+// The projection of point i, shared by the splat and paint passes: the same float
+// operations in the same order, so both passes compute the same key and pixel.
+// Include after common.glsl, pointcloud_params.glsl, the Params block and input.glsl.
+
+#define PROJ_NEAR 0u       // on or near the panel: key, ix and iy are set
+#define PROJ_NONFINITE 1u  // a NaN or Inf coordinate
+#define PROJ_FAR 2u        // beyond the margin around the panel (or too far to convert to int)
+
+uint project(uint i, out uint64_t key, out int ix, out int iy) {
+    key = 0ul;
+    ix = 0;
+    iy = 0;
+    uint dim = P(PC_DIM);
+    uint base = P(PC_BASE);
+    uint dtype = P(PC_DTYPE);
+    float x = load_input(base, dtype, i * dim);
+    float y = load_input(base, dtype, i * dim + 1u);
+    float z = dim == 3u ? load_input(base, dtype, i * dim + 2u) : 0.0;
+    if (classify(x) != CLASS_FINITE || classify(y) != CLASS_FINITE || classify(z) != CLASS_FINITE) {
+        return PROJ_NONFINITE;
+    }
+    precise float dx = ftz(ftz(x) - f(PC_CX));
+    precise float dy = ftz(ftz(y) - f(PC_CY));
+    precise float dz = ftz(ftz(z) - f(PC_CZ));
+    precise float qx = ftz(ftz(ftz(f(PC_R0) * dx) + ftz(f(PC_R1) * dy)) + ftz(f(PC_R2) * dz));
+    precise float qy = ftz(ftz(ftz(f(PC_R3) * dx) + ftz(f(PC_R4) * dy)) + ftz(f(PC_R5) * dz));
+    precise float qz = ftz(ftz(ftz(f(PC_R6) * dx) + ftz(f(PC_R7) * dy)) + ftz(f(PC_R8) * dz));
+    precise float sx = ftz(ftz(qx * f(PC_SCALE)) + f(PC_OX));
+    precise float sy = ftz(ftz(qy * f(PC_NSCALE)) + f(PC_OY));
+    float w = float(P(PC_W));
+    float h = float(P(PC_H));
+    float margin = float(P(PC_MARGIN));
+    if (!(sx >= -margin && sx < w + margin && sy >= -margin && sy < h + margin)) return PROJ_FAR;
+    ix = int(floor(sx));
+    iy = int(floor(sy));
+    key = (uint64_t(orderable(ftz(-qz))) << 32) | uint64_t(i);
+    return PROJ_NEAR;
+}
+
+// The footprint of a point P(PC_SIZE) = k pixels across, as footprint() in
+// caliper_vk/views/pointcloud.py makes it: the offsets (dx, dy), each in
+// foot_lo() .. foot_hi(), with (2dx - e)^2 + (2dy - e)^2 <= k^2, e = 1 for even k.
+// Integer math in the shader: no table to load per offset.
+int foot_lo() { return -((int(P(PC_SIZE)) - 1) / 2); }
+int foot_hi() { return int(P(PC_SIZE)) / 2; }
+bool in_footprint(int dx, int dy) {
+    int k = int(P(PC_SIZE));
+    int e = 1 - (k & 1);
+    return (2 * dx - e) * (2 * dx - e) + (2 * dy - e) * (2 * dy - e) <= k * k;
+}
