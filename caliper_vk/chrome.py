@@ -207,10 +207,14 @@ class TextStrip:
         self.device = self.target = self.rect = None
         self._buffer = None
         self._drawn = None
+        self._version = 0  # bumped when the items change: prepare() compares a number per frame
         self.stale = True
 
     def set_items(self, left, right=()) -> None:
-        self.left, self.right = list(left), list(right)
+        left, right = list(left), list(right)
+        if left != self.left or right != self.right:
+            self.left, self.right = left, right
+            self._version += 1
 
     def bind(self, device, target, rect) -> None:
         self.device, self.target, self.rect = device, target, rect
@@ -228,7 +232,7 @@ class TextStrip:
 
     def prepare(self) -> None:
         r = self.rect
-        key = (tuple(self.left), tuple(self.right), r.width, r.height)
+        key = (self._version, r.width, r.height)
         if self._buffer is None or self._buffer.size < r.width * r.height * 4:
             if self._buffer is not None:
                 self._buffer.close()
