@@ -125,3 +125,25 @@ def test_view_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "bad" / "run.json").write_text('{"schema": "caliper-run/9"}')
     assert main(["view", str(tmp_path / "bad"), "--png", str(tmp_path / "x.png")]) == 2
     assert "caliper-run/1" in capsys.readouterr().err
+
+
+def test_confusion_panel_over_several_frames(tmp_path):
+    """Recall and precision per class over several matrices (a column of a frames x classes
+    table, which ImPlot needs contiguous); the panel was only ever drawn clipped before."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    rec = Recorder(tmp_path / "c", steps_per_epoch=10)
+    rng = np.random.default_rng(0)
+    for s in range(1, 31):
+        rec.advance()
+        rec.log({"train/loss": 1.0 / s})
+        if s % 10 == 0:
+            rec.confusion(matrix=rng.integers(0, 20, (4, 4)))
+    rec.close()
+    run = load_run(tmp_path / "c")
+    dash = Dashboard([run], size=(900, 600), panels=["confusion"])
+    try:
+        rgba = dash.render()
+    finally:
+        dash.close()
+    assert rgba.shape == (600, 900, 4) and len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20

@@ -460,11 +460,12 @@ class Dashboard:
                 if not len(steps):
                     continue
                 x = run.coordinate(self.axis, steps)
+                recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
                 for c, name in enumerate(names):
                     rgb = PALETTE[c % len(PALETTE)]
                     suffix = "" if len(self.runs) == 1 else f" · {run.name}"
-                    implot.plot_line(f"recall {name}{suffix}", x, recall[:, c], _spec(rgb, weight=1.2))
-                    implot.plot_line(f"precision {name}{suffix}", x, precision[:, c], _spec(rgb, 0.5, 1.0))
+                    implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
+                    implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
             self._cursor_line(2000 + index)
             implot.end_plot()
 
