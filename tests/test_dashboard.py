@@ -147,3 +147,88 @@ def test_confusion_panel_over_several_frames(tmp_path):
     finally:
         dash.close()
     assert rgba.shape == (600, 900, 4) and len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+
+
+def _long_run(n: int, spe: int = 100):
+    from caliper_vk.record.run import Run, Series
+
+    steps = np.arange(n, dtype=np.int64)
+    y = np.sin(steps / 500.0)
+    y[n // 3] = 9.0  # a spike the columns keep
+    run = Run(name="long", meta={"steps_per_epoch": spe}, status="complete", ended=True,
+              progress_step=steps, progress_epoch=steps / spe, progress_time=steps * 0.01)
+    run.metrics["train/loss"] = Series("train/loss", steps, y, np.zeros(n, bool))
+    return run
+
+
+def test_long_trace_is_drawn_as_columns_every_frame():
+    """A 200,000-step trace is handed to ImPlot as per-pixel columns on every frame: on the first
+    (ImPlot fits the axes), and on the frames after it (the second frame once drew the whole
+    series as one line, from the first frame's unfitted limits); a cursor move recomputes nothing."""
+    from imgui_bundle import imgui
+
+    from caliper_vk.dashboard.app import Dashboard
+
+    dash = Dashboard([_long_run(200_000)], size=(800, 500), panels=["loss"], columns=1)
+    try:
+        counts = []
+        for cursor in (None, None, 1000.0, 150_000.0):
+            if cursor is not None:
+                dash.cursor = cursor
+            dash.frame(events=[])
+            rgba = dash.ui.render()
+            counts.append(imgui.get_draw_data().total_vtx_count)
+            if cursor == 1000.0:
+                cached = {k for k in dash._cache if k[0] == "cols"}
+        assert max(counts) < 40_000, counts  # one line through 200,000 points is 800,000 vertices
+        assert {k for k in dash._cache if k[0] == "cols"} == cached  # the cursor moved; columns reused
+        lo, hi = dash._limits[0]
+        assert lo < 1000 and hi > 199_000  # fitted to the whole run
+        assert len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+    finally:
+        dash.close()
+
+
+def test_zoomed_in_trace_plots_the_visible_samples_and_axis_change_refits(monkeypatch):
+    from imgui_bundle import imgui, implot
+
+    import caliper_vk.dashboard.app as app
+
+    dash = app.Dashboard([_long_run(200_000)], size=(800, 500), panels=["loss"], columns=1)
+    try:
+        dash.render()
+        seen = []
+        begin, line = implot.begin_plot, implot.plot_line
+
+        def zoomed(*a):  # the user zoomed in to steps 1000..1100
+            implot.set_next_axis_limits(implot.ImAxis_.x1, 1000.0, 1100.0, imgui.Cond_.always)
+            return begin(*a)
+
+        def spy(label, x, y, *a):
+            seen.append((float(x[0]), float(x[-1]), len(x)))
+            return line(label, x, y, *a)
+
+        monkeypatch.setattr(app.implot, "begin_plot", zoomed)
+        monkeypatch.setattr(app.implot, "plot_line", spy)
+        dash.frame(events=[])
+        dash.ui.render()
+        monkeypatch.undo()
+        assert seen == [(999.0, 1101.0, 103)]  # the visible samples and one either side, raw
+        dash._change_axis("epoch")
+        dash.render()
+        lo, hi = dash._limits[0]
+        assert lo < 10 and 1990 < hi < 2100  # refitted to epochs 0..2000 (the limits were in steps)
+    finally:
+        dash.close()
+
+
+def test_cursor_search_and_progress_tables():
+    run = _long_run(1000, spe=10)
+    s = run.metrics["train/loss"]
+    assert s.at(41.9) == 41 and s.at(41) == 41 and s.at(-0.5) is None and s.at(1e30) == 999
+    assert s.at(float("inf")) == 999 and s.at(float("nan")) in (None, 999)
+    assert run.to_step("epoch", 4.2) == 42.0 and run.coordinate("epoch", [42])[0] == 4.2
+    run.progress_epoch = run.progress_step / 20.0  # a new table is read, not the cached one
+    assert run.to_step("epoch", 4.2) == 84.0
+    run.progress_time = np.full(1000, np.nan)
+    assert run.to_step("time", 1.0) is None and np.isnan(run.coordinate("time", [5])[0])

@@ -196,6 +196,7 @@ class Dashboard:
                     self.cursor = float(x)
                     break
         self.axis = axis
+        self._limits.clear()  # the x ranges were in the old axis's units: fit every plot again
 
     def _readout(self) -> None:
         keys = []
@@ -236,6 +237,8 @@ class Dashboard:
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
+        if index not in self._limits:  # a new plot, or a new x axis: fit it to the data
+            implot.set_next_axis_to_fit(implot.ImAxis_.x1)
         if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
             implot.setup_legend(implot.Location_.north_east)
@@ -244,17 +247,12 @@ class Dashboard:
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
             if self.axis == "step" and len(spes) == 1 and None not in spes:
                 implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
-                lim = self._limits.get(index)
-                run = next(r for r in self.runs if r.progress_epoch is not None)
-                if lim is not None:
-                    e = run.coordinate("epoch", np.array(lim))
-                    spe = (run.meta or {}).get("steps_per_epoch")
-                    if spe:
-                        e = np.array(lim, dtype=float) / float(spe)
-                    if np.all(np.isfinite(e)) and e[1] > e[0]:
-                        implot.setup_axis_limits(implot.ImAxis_.x2, float(e[0]), float(e[1]),
-                                                 imgui.Cond_.always)
+                lim = self._limits.get(index)  # the step axis of the last frame (x2 is set up first)
+                if lim is not None and lim[1] > lim[0]:
+                    spe = float(spes.pop())
+                    implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
+            lim = self._view(index)
             for k, run in enumerate(self.runs):
                 rgb = PALETTE[k % len(PALETTE)]
                 for j, key in enumerate(panel.keys):
@@ -265,12 +263,10 @@ class Dashboard:
                     shade = (PALETTE[j % len(PALETTE)] if len(self.runs) == 1
                              else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
-                    self._trace(label, run, s, shade, plot_w, index)
+                    self._trace(label, run, s, shade, plot_w, lim)
                 if "val/loss" in panel.keys:
                     self._best_marks(run, rgb)
             self._cursor_line(index)
-            lim = implot.get_plot_limits()
-            self._limits[index] = (lim.x.min, lim.x.max)
             implot.end_plot()
         notes = [panel.note] if panel.note else []
         if panel.options.get("group") == "grad":
@@ -278,49 +274,83 @@ class Dashboard:
         for n in notes:
             imgui.text_wrapped(n)
 
-    def _series(self, run, s):
-        """(x, y, placeholder) of a series on the current axis, finite x only; cached per axis."""
+    def _view(self, index: int) -> tuple[float, float] | None:
+        """This frame's x range of plot ``index`` (call after its setup), or None when ImPlot fits
+        the axes to the data this frame: a plot's first frame, or a double click on it. A fit
+        frame plots every series whole (ImPlot fits to what is plotted); other frames plot only
+        the visible range."""
+        lim = implot.get_plot_limits()
+        view = (float(lim.x.min), float(lim.x.max))
+        fit = index not in self._limits or (
+            imgui.is_mouse_double_clicked(0)
+            and (implot.is_plot_hovered() or implot.is_axis_hovered(implot.ImAxis_.x1)))
+        self._limits[index] = view
+        return None if fit else view
+
+    def _series(self, run, s) -> dict:
+        """A series on the current axis, finite x only, with its placeholder and NaN/Inf samples
+        picked out once; cached per axis (a frame only slices it)."""
         key = ("xy", id(run), s.name, self.axis)
         hit = self._cache.get(key)
         if hit is None:
             x, y = self._xy(run, s)
             ok = np.isfinite(x)
-            hit = self._cache[key] = (x[ok], y[ok], s.placeholder[ok])
+            x, y, ph = x[ok], y[ok], s.placeholder[ok]
+            bad = ~np.isfinite(y)
+            hit = self._cache[key] = {
+                "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
+                "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}
         return hit
 
-    def _trace(self, label, run, s, rgb, plot_w, index) -> None:
-        x, y, ph = self._series(run, s)
+    def _smoothed(self, run, s, series: dict) -> np.ndarray:
+        key = ("smooth", id(run), s.name, self.axis, self.smoothing)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = model.smooth(series["measured"], self.smoothing)
+        return hit
+
+    def _columns(self, run, name, tag, x, y, x0, x1, plot_w):
+        key = ("cols", tag, id(run), name, self.axis, x0, x1, plot_w)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) > 512:
+                self._cache.clear()
+            hit = self._cache[key] = model.reduce_columns(x, y, x0, x1, plot_w)
+        return hit
+
+    def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
+        t = self._series(run, s)
+        x = t["x"]
         if not len(x):
             return
-        lim = self._limits.get(index)
-        if lim is None:
-            visible = len(x)
-        else:
-            visible = int(np.searchsorted(x, lim[1], side="right") - np.searchsorted(x, lim[0]))
-        if visible > 3 * plot_w:  # a million-step trace: per-column min..max, so no spike vanishes
-            x0, x1 = (float(x[0]), float(x[-1])) if lim is None else (max(lim[0], x[0]), min(lim[1], x[-1]))
-            ckey = ("cols", id(run), s.name, self.axis, round(x0, 9), round(x1, 9), plot_w)
-            cols = self._cache.get(ckey)
-            if cols is None:
-                if len(self._cache) > 512:
-                    self._cache.clear()
-                cols = self._cache[ckey] = model.reduce_columns(x, np.where(ph, np.nan, y), x0, x1, plot_w)
-            c, lo, hi = cols
+        if lim is None:  # fitting: the whole series
+            i0, i1, x0, x1 = 0, len(x), float(x[0]), float(x[-1])
+        else:  # the visible samples and one either side, so lines reach the plot's edges
+            i0 = max(0, int(np.searchsorted(x, lim[0], side="left")) - 1)
+            i1 = min(len(x), int(np.searchsorted(x, lim[1], side="right")) + 1)
+            x0, x1 = max(lim[0], float(x[0])), min(lim[1], float(x[-1]))
+        reduce = i1 - i0 > 3 * plot_w and x1 > x0
+        if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
+            c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
             implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
             implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
             implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
-        else:
-            yy = np.where(ph, np.nan, y)  # a placeholder is not part of the measured trace
-            implot.plot_line(label, x, yy, _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
-        if ph.any():
-            implot.plot_scatter(f"{label} placeholder (not a measurement)", x[ph], y[ph],
+        else:  # a placeholder is not part of the measured trace
+            implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
+                             _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+        if len(t["ph_x"]):
+            implot.plot_scatter(f"{label} placeholder (not a measurement)", t["ph_x"], t["ph_y"],
                                 _spec((0.6, 0.6, 0.6), marker=implot.Marker_.square))
-        bad = ~np.isfinite(y)
-        if bad.any():
-            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", x[bad], _spec((1.0, 0.2, 0.8), alpha=0.7))
+        if len(t["bad_x"]):
+            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", t["bad_x"], _spec((1.0, 0.2, 0.8), alpha=0.7))
         if self.smoothing > 0:
-            implot.plot_line(f"{label} smoothed", x, model.smooth(np.where(ph, np.nan, y), self.smoothing),
-                             _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5))
+            sm = self._smoothed(run, s, t)
+            spec = _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5)
+            if reduce:  # a smoothed line is thinner than a column: its midpoint
+                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
+                implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
+            else:
+                implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
 
     def _best_marks(self, run: Run, rgb) -> None:
         steps, acc = run.best_so_far()

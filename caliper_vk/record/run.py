@@ -45,7 +45,11 @@ class Series:
 
     def at(self, step: float):
         """Index of the last sample at or before ``step``, or None (before the first sample)."""
-        i = int(np.searchsorted(self.step, step, side="right")) - 1
+        try:  # steps are integers: search with floor(step) in their own dtype (a float key would
+            key = np.int64(math.floor(step))  # convert the whole step column on every call)
+        except (OverflowError, ValueError):
+            key = step
+        i = int(np.searchsorted(self.step, key, side="right")) - 1
         return i if i >= 0 else None
 
     def measured(self) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +105,24 @@ class Run:
     snapshots: list[tuple[int, str]] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- coordinates -------------------------------------------------------------
+    def _table(self, axis: str):
+        """(steps, coordinates) of the progress table of ``axis`` ("epoch" or "time") where the
+        coordinate is finite, or None; cached while the progress arrays stay the same objects."""
+        table = self.progress_epoch if axis == "epoch" else self.progress_time
+        hit = self._tables.get(axis)
+        if hit is not None and hit[0] is self.progress_step and hit[1] is table:
+            return hit[2]
+        out = None
+        if table is not None and len(self.progress_step):
+            ok = np.isfinite(table)
+            if ok.any():
+                out = (self.progress_step[ok].astype(np.float64), table[ok])
+        self._tables[axis] = (self.progress_step, table, out)
+        return out
+
     @property
     def step_range(self) -> tuple[int, int] | None:
         steps = [a for a in [*(s.step for s in self.metrics.values()), self.progress_step] if len(a)]
@@ -115,13 +135,10 @@ class Run:
         steps = np.asarray(steps, dtype=np.float64)
         if axis == "step":
             return steps
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
-        if table is None or not len(self.progress_step):
+        found = self._table(axis)
+        if found is None:
             return np.full(steps.shape, np.nan)
-        ok = np.isfinite(table)
-        if not ok.any():
-            return np.full(steps.shape, np.nan)
-        xs, ys = self.progress_step[ok].astype(np.float64), table[ok]
+        xs, ys = found
         out = np.interp(steps, xs, ys)
         out[(steps < xs[0]) | (steps > xs[-1])] = np.nan
         return out
@@ -131,12 +148,11 @@ class Run:
         if axis == "step":
             r = self.step_range
             return float(x) if r and r[0] <= x <= r[1] else None
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
-        if table is None or not len(self.progress_step):
+        found = self._table(axis)
+        if found is None:
             return None
-        ok = np.isfinite(table)
-        xs, ys = table[ok], self.progress_step[ok].astype(np.float64)
-        if not len(xs) or x < xs[0] or x > xs[-1]:
+        ys, xs = found
+        if x < xs[0] or x > xs[-1]:
             return None
         return float(np.interp(x, xs, ys))
 
