@@ -62,6 +62,14 @@ class Dashboard:
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         self.runs = runs
         self.ui = ImGuiRenderer(size=size, window=window)
+        # The main window covers the display: the overlay clears to its background colour and imgui
+        # draws none (on lavapipe a full-screen layer of blended fragments costs ~7 ms per megapixel)
+        self.ui._activate()
+        bg = imgui.get_style().color_(imgui.Col_.window_bg)
+        alpha = int(bg.w * 255 + 0.5)
+        under = self.ui.overlay.clear
+        self.ui.overlay.clear = (*(int(c * 255 + 0.5) * alpha // 255 + under[i] * (255 - alpha) // 255
+                                   for i, c in enumerate((bg.x, bg.y, bg.z))), 255)
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -132,7 +140,8 @@ class Dashboard:
         imgui.set_next_window_pos(imgui.ImVec2(0, 0))
         imgui.set_next_window_size(io.display_size)
         flags = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_move
-                 | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus)
+                 | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus
+                 | imgui.WindowFlags_.no_background)  # the overlay's clear colour is the background
         imgui.begin("caliper view", None, flags)
         imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders)
         self._sidebar()
@@ -237,8 +246,13 @@ class Dashboard:
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
-        if index not in self._limits:  # a new plot, or a new x axis: fit it to the data
-            implot.set_next_axis_to_fit(implot.ImAxis_.x1)
+        span = None
+        if index not in self._limits:  # a new plot, or a new x axis: show every sample
+            span = self._x_span(panel)
+            if span is None:
+                implot.set_next_axis_to_fit(implot.ImAxis_.x1)
+            else:  # set, not fitted: a fit would come from this frame's columns, and differ
+                implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
         if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
             implot.setup_legend(implot.Location_.north_east)
@@ -252,7 +266,7 @@ class Dashboard:
                     spe = float(spes.pop())
                     implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
-            lim = self._view(index)
+            lim = self._view(index, fitting=index not in self._limits and span is None)
             for k, run in enumerate(self.runs):
                 rgb = PALETTE[k % len(PALETTE)]
                 for j, key in enumerate(panel.keys):
@@ -274,14 +288,23 @@ class Dashboard:
         for n in notes:
             imgui.text_wrapped(n)
 
-    def _view(self, index: int) -> tuple[float, float] | None:
+    def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
+        """The x range of every sample of a scalar panel's series, or None (no range to show)."""
+        ends = [(float(x[0]), float(x[-1])) for run in self.runs for k in panel.keys
+                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
+        if not ends:
+            return None
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        return (lo, hi) if hi > lo else None
+
+    def _view(self, index: int, fitting: bool) -> tuple[float, float] | None:
         """This frame's x range of plot ``index`` (call after its setup), or None when ImPlot fits
-        the axes to the data this frame: a plot's first frame, or a double click on it. A fit
+        the x axis to the data this frame (``fitting``, or a double click on the plot): a fit
         frame plots every series whole (ImPlot fits to what is plotted); other frames plot only
         the visible range."""
         lim = implot.get_plot_limits()
         view = (float(lim.x.min), float(lim.x.max))
-        fit = index not in self._limits or (
+        fit = fitting or (
             imgui.is_mouse_double_clicked(0)
             and (implot.is_plot_hovered() or implot.is_axis_hovered(implot.ImAxis_.x1)))
         self._limits[index] = view
