@@ -127,9 +127,10 @@ def test_view_errors_are_one_line(tmp_path, capsys):
     assert "caliper-run/1" in capsys.readouterr().err
 
 
-def test_confusion_panel_over_several_frames(tmp_path):
+def test_confusion_and_array_panels_over_several_frames(tmp_path):
     """Recall and precision per class over several matrices (a column of a frames x classes
-    table, which ImPlot needs contiguous); the panel was only ever drawn clipped before."""
+    table, which ImPlot needs contiguous; the panel was only ever drawn clipped before), and the
+    engine-drawn textures of a cursor moving across frames: one canvas per texture, kept."""
     from caliper_vk.dashboard.app import Dashboard
 
     rec = Recorder(tmp_path / "c", steps_per_epoch=10)
@@ -139,14 +140,38 @@ def test_confusion_panel_over_several_frames(tmp_path):
         rec.log({"train/loss": 1.0 / s})
         if s % 10 == 0:
             rec.confusion(matrix=rng.integers(0, 20, (4, 4)))
+            rec.probe("act", rng.normal(size=(3, 5, 6)), module="m")
     rec.close()
     run = load_run(tmp_path / "c")
-    dash = Dashboard([run], size=(900, 600), panels=["confusion"])
+    dash = Dashboard([run], size=(1400, 600), panels=["confusion", "act"], cursor=10)
+    drawn = []
+    texture = dash._texture
+
+    def spy(key, signature, make_rgba):
+        return texture(key, signature, lambda: drawn.append((key, make_rgba())) or drawn[-1][1])
+
+    dash._texture = spy
     try:
         rgba = dash.render()
+        canvases = {k: v[1] for k, v in dash._canvases.items()}
+        for cursor in (25, 30):  # onto other frames: the same canvases draw the new data
+            dash.cursor = cursor
+            dash.render()
+        assert {k: v[1] for k, v in dash._canvases.items()} == canvases and len(canvases) == 2
     finally:
         dash.close()
-    assert rgba.shape == (600, 900, 4) and len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+    assert rgba.shape == (600, 1400, 4) and len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+    assert [k[0] for k, _ in drawn] == ["a", "c"] * 3
+    from caliper_vk.views import Confusion, Images
+
+    for (kind, _, _), image, step in zip([k for k, _ in drawn], [r for _, r in drawn], (10, 10, 20, 20, 30, 30),
+                                         strict=True):
+        i = step // 10 - 1
+        fresh = (Dashboard._draw_view(Confusion(run.confusions["val/confusion"][i].matrix.astype(np.float32),
+                                                normalize="row"), 160, 160) if kind == "c" else
+                 Dashboard._draw_view(Images(run.arrays["act"][i].array.astype(np.float32), normalize="tile",
+                                             colormap="RdBu_r", value_range="symmetric"), *image.shape[:2]))
+        assert np.array_equal(image, fresh)  # a kept canvas draws what a new one would
 
 
 def _long_run(n: int, spe: int = 100):

@@ -94,6 +94,7 @@ class Dashboard:
             cursor = np.nanmax(ends) if ends and not np.all(np.isnan(ends)) else 0.0
         self.cursor = float(cursor)
         self._textures: dict = {}
+        self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
         self._limits: dict = {}
         self._cache: dict = {}
         self.closed = False
@@ -122,16 +123,46 @@ class Dashboard:
             c.add(view)
             return c.render()
 
-    def _array_view(self, a: np.ndarray):
-        from ..views import Heatmap, Images
+    def _view_texture(self, key, signature, make_view, data: np.ndarray, w: int, h: int):
+        """The texture ``key``: ``make_view(data)`` drawn by the engine at ``w`` x ``h``, redrawn
+        when ``signature`` changes. The view and its canvas are kept: data of the same shape (the
+        cursor moved onto another frame) goes to the view's ``set_data`` and is drawn again."""
+        def draw():
+            from ..engine import Canvas
 
+            kind = (data.shape, data.dtype, w, h)
+            held = self._canvases.get(key)
+            if held is not None and held[0] == kind:
+                held[2].set_data(data)
+            else:
+                if held is not None:
+                    held[1].close()
+                view = make_view(data)
+                canvas = Canvas(w, h)
+                canvas.add(view)
+                held = self._canvases[key] = (kind, canvas, view)
+            return held[1].render()
+
+        return self._texture(key, signature, draw)
+
+    @staticmethod
+    def _array_data(a: np.ndarray) -> np.ndarray:
+        """An array probe as the array view draws it: float32, a row, a matrix or a stack of tiles."""
         a = np.asarray(a, dtype=np.float32)
         if a.ndim <= 1:
-            return Heatmap(a.reshape(1, -1), colormap="viridis")
-        if a.ndim == 2:
+            return a.reshape(1, -1)
+        return a if a.ndim == 2 else a.reshape(-1, a.shape[-2], a.shape[-1])
+
+    @staticmethod
+    def _array_view(a: np.ndarray, ndim: int):
+        """The view of ``_array_data(x)`` for an ``ndim``-dimensional probe ``x``."""
+        from ..views import Heatmap, Images
+
+        if ndim <= 1:
+            return Heatmap(a, colormap="viridis")
+        if ndim == 2:
             return Heatmap(a, colormap="RdBu_r", value_range="symmetric")
-        return Images(a.reshape(-1, a.shape[-2], a.shape[-1]), normalize="tile", colormap="RdBu_r",
-                      value_range="symmetric")
+        return Images(a, normalize="tile", colormap="RdBu_r", value_range="symmetric")
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, events=None) -> list:
@@ -441,11 +472,12 @@ class Dashboard:
             frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
             if not frames:
                 continue
-            # bins (highest value at the top) x frames
-            counts = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
-            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step),
-                                lambda c=counts: self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
-                                                                 max(64, min(600, 8 * c.shape[1])), 200))
+            def draw(frames=frames):  # bins (highest value at the top) x frames
+                c = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
+                return self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
+                                       max(64, min(600, 8 * c.shape[1])), 200)
+
+            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step), draw)
             if implot.begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
                 implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
                                   implot.AxisFlags_.auto_fit)
@@ -484,8 +516,8 @@ class Dashboard:
                     imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
                                         + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
                 size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
-                tex = self._texture(("a", k, key), f.step,
-                                    lambda a=a, s=size: self._draw_view(self._array_view(a), s, s))
+                tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
+                                         self._array_data(a), size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
 
@@ -499,8 +531,8 @@ class Dashboard:
             f, text = model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor)
             imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
             if f is not None:
-                tex = self._texture(("c", k, key), f.step, lambda m=f.matrix: self._draw_view(
-                    Confusion(m.astype(np.float32), normalize="row"), 160, 160))
+                tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
+                                         f.matrix.astype(np.float32), 160, 160)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
             imgui.same_line()
@@ -551,6 +583,9 @@ class Dashboard:
         for _, tex in self._textures.values():
             tex.close()
         self._textures.clear()
+        for _, canvas, _ in self._canvases.values():
+            canvas.close()
+        self._canvases.clear()
         self.ui.close()
 
 
