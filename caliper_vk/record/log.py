@@ -40,6 +40,23 @@ def encode_array(a) -> dict:
             "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()).decode()}
 
 
+class Payload:
+    """An array's base64 text already decoded to bytes while a ``run.json`` was read (see
+    :func:`caliper_vk.record.run.run_from_json`); ``decode_array`` takes it in place of the text.
+    Its bytes are released once decoded; ``text()`` gives back the exact base64 text."""
+
+    __slots__ = ("array", "raw")
+
+    def __init__(self, raw: bytes):
+        self.raw: bytes | None = raw
+        self.array: np.ndarray | None = None
+
+    def text(self) -> str:
+        if self.raw is None:
+            return encode_array(self.array)["b64"]
+        return base64.b64encode(self.raw).decode("ascii")
+
+
 def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     """The array in ``obj`` (encoded form or a plain list of numbers); RunFileError naming ``where``."""
     if isinstance(obj, list):
@@ -61,17 +78,32 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     count = math.prod(shape)
     if count > max_elements:
         raise RunFileError(f"{where}.shape: {count} elements is more than the {max_elements} allowed")
-    if not isinstance(data, str):
+    payload = data if isinstance(data, Payload) else None
+    if payload is not None and payload.array is not None:  # decoded before (the same object twice)
+        raw = None
+        nbytes = payload.array.nbytes
+    elif payload is not None:
+        raw = payload.raw
+        nbytes = len(raw)
+    elif isinstance(data, str):
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise RunFileError(f"{where}.b64: not valid base64") from None
+        nbytes = len(raw)
+    else:
         raise RunFileError(f"{where}.b64: expected a base64 string")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        raise RunFileError(f"{where}.b64: not valid base64") from None
     dt = np.dtype(dtype).newbyteorder("<")
-    if len(raw) != count * dt.itemsize:
-        raise RunFileError(f"{where}: {len(raw)} bytes of data for shape {shape} of {dtype} "
+    if nbytes != count * dt.itemsize:
+        raise RunFileError(f"{where}: {nbytes} bytes of data for shape {shape} of {dtype} "
                            f"({count * dt.itemsize} expected)")
-    return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype)).reshape(shape)
+    if raw is None:
+        flat = payload.array.view(dt).astype(np.dtype(dtype))
+    else:
+        flat = np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype))
+        if payload is not None:  # keep the decoded array, not the bytes (a million-step column is
+            payload.array, payload.raw = flat, None  # 8 MB: holding both doubles a run's memory)
+    return flat.reshape(shape)
 
 
 def _clean(value):
