@@ -270,9 +270,6 @@ class Dashboard:
         elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
             self.cursor = float(implot.get_plot_mouse_pos().x)
 
-    def _xy(self, run: Run, s) -> tuple[np.ndarray, np.ndarray]:
-        x = run.coordinate(self.axis, s.step)
-        return x.astype(np.float64), s.value.astype(np.float64)
 
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
@@ -347,9 +344,16 @@ class Dashboard:
         key = ("xy", id(run), s.name, self.axis)
         hit = self._cache.get(key)
         if hit is None:
-            x, y = self._xy(run, s)
+            # series logged together share their step column (see Series): convert it once, and
+            # copy nothing that needs no change (a million-step series is 8 MB a column)
+            xkey = ("x", id(run), id(s.step), self.axis)
+            x = self._cache.get(xkey)
+            if x is None:
+                x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+            y, ph = s.value.astype(np.float64, copy=False), s.placeholder
             ok = np.isfinite(x)
-            x, y, ph = x[ok], y[ok], s.placeholder[ok]
+            if not ok.all():
+                x, y, ph = x[ok], y[ok], ph[ok]
             bad = ~np.isfinite(y)
             hit = self._cache[key] = {
                 "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
