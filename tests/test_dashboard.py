@@ -271,3 +271,22 @@ def test_background_is_the_overlay_clear_colour():
         assert tuple(rgba[-3, -3]) == dash.ui.overlay.clear  # below the panel: the window's background
     finally:
         dash.close()
+
+
+@pytest.mark.parametrize("hist_mode", ["overlay", "time"])
+def test_plot_frames_drawn_as_bands_give_the_same_pixels(tmp_path, monkeypatch, hist_mode):
+    """ImPlot's frame and plot-area fills replaced by four bands around the plot area (one layer
+    of fragments instead of two or three): not one pixel differs."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    run = _run(tmp_path, "a", 60, snaps=(20,))
+    images = []
+    for band in (False, True):
+        monkeypatch.setattr(Dashboard, "BAND_FRAMES", band)
+        dash = Dashboard([run], size=(1300, 1000), panels=["*"], columns=3, hist_mode=hist_mode, cursor=33)
+        try:
+            images.append(dash.render())
+        finally:
+            dash.close()
+    assert np.array_equal(images[0], images[1])
+    assert len(np.unique(images[1].reshape(-1, 4), axis=0)) > 50

@@ -46,6 +46,12 @@ def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
     return s
 
 
+def _implot_color(col, auto) -> int:
+    """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
+    v = implot.get_style().color_(col)
+    return imgui.get_color_u32(auto) if v.w < 0 else imgui.get_color_u32(v)
+
+
 class Dashboard:
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
@@ -70,6 +76,9 @@ class Dashboard:
         under = self.ui.overlay.clear
         self.ui.overlay.clear = (*(int(c * 255 + 0.5) * alpha // 255 + under[i] * (255 - alpha) // 255
                                    for i, c in enumerate((bg.x, bg.y, bg.z))), 255)
+        r, g, b, _ = self.ui.overlay.clear
+        self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
+        self._plots: list = []
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -252,6 +261,53 @@ class Dashboard:
                 imgui.text_colored(_col(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
                                    f"  {run.name}: {r.text}")
 
+    # -- plots -------------------------------------------------------------------------------
+    # ImPlot fills a plot's whole frame with FrameBg and then its plot area with PlotBg: two opaque
+    # layers over most of the screen. On lavapipe blended fragments are the frame's largest cost
+    # (a full-screen layer is ~7 ms per megapixel), so the frame is drawn here as four bands around
+    # the plot area, under the plot (a draw-list channel), and the plot area not at all when its
+    # colour is the background's: the same pixels, one layer instead of two or three.
+    BAND_FRAMES = True
+
+    def _begin_plot(self, name: str, size) -> bool:
+        band = self.BAND_FRAMES and imgui.get_style().frame_rounding == 0
+        if band:
+            dl = imgui.get_window_draw_list()
+            dl.channels_split(2)
+            dl.channels_set_current(1)
+            clear = imgui.ImVec4(0, 0, 0, 0)
+            colors = [_implot_color(implot.Col_.frame_bg, imgui.Col_.frame_bg),
+                      _implot_color(implot.Col_.plot_bg, imgui.Col_.window_bg)]
+            implot.push_style_color(implot.Col_.frame_bg, clear)
+            implot.push_style_color(implot.Col_.plot_bg, clear)
+        opened = implot.begin_plot(name, size)
+        if band and not opened:
+            implot.pop_style_color(2)
+            dl.channels_merge()
+        elif opened:  # the frame is the item begin_plot added
+            frame = (imgui.get_item_rect_min(), imgui.get_item_rect_max())
+            self._plots.append((dl, frame, colors) if band else None)
+        return opened
+
+    def _end_plot(self) -> None:
+        band = self._plots.pop()
+        if band is None:
+            implot.end_plot()
+            return
+        dl, (f0, f1), (frame_col, plot_col) = band
+        p0, size = implot.get_plot_pos(), implot.get_plot_size()
+        p1 = imgui.ImVec2(p0.x + size.x, p0.y + size.y)
+        implot.end_plot()
+        implot.pop_style_color(2)
+        dl.channels_set_current(0)
+        v = imgui.ImVec2
+        for a, b in ((v(f0.x, f0.y), v(f1.x, p0.y)), (v(f0.x, p1.y), v(f1.x, f1.y)),
+                     (v(f0.x, p0.y), v(p0.x, p1.y)), (v(p1.x, p0.y), v(f1.x, p1.y))):
+            dl.add_rect_filled(a, b, frame_col)
+        if plot_col != self._background:
+            dl.add_rect_filled(p0, p1, plot_col)
+        dl.channels_merge()
+
     # -- panels ------------------------------------------------------------------------------
     def _panel(self, panel: model.Panel, index: int) -> None:
         if panel.kind == "scalar":
@@ -281,7 +337,7 @@ class Dashboard:
                 implot.set_next_axis_to_fit(implot.ImAxis_.x1)
             else:  # set, not fitted: a fit would come from this frame's columns, and differ
                 implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
-        if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
+        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
             implot.setup_legend(implot.Location_.north_east)
             spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
@@ -309,7 +365,7 @@ class Dashboard:
                 if "val/loss" in panel.keys:
                     self._best_marks(run, rgb)
             self._cursor_line(index)
-            implot.end_plot()
+            self._end_plot()
         notes = [panel.note] if panel.note else []
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
@@ -452,7 +508,7 @@ class Dashboard:
             frames = run.histograms[key]
             step = run.to_step(self.axis, self.cursor)
             stack = model.histogram_stack(frames, step, self.history)
-            if implot.begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
+            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
                 implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
@@ -465,7 +521,7 @@ class Dashboard:
                                        f.edges.astype(np.float64), ys,
                                        _spec(PALETTE[k % len(PALETTE)], alpha=alpha,
                                              weight=2.0 if age == 0 else 1.0))
-                implot.end_plot()
+                self._end_plot()
 
     def _histogram_time(self, panel: model.Panel, index: int) -> None:
         from ..views import Heatmap
@@ -482,7 +538,7 @@ class Dashboard:
                                        max(64, min(600, 8 * c.shape[1])), 200)
 
             tex = self._texture(("ht", k, key), (len(frames), frames[-1].step), draw)
-            if implot.begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
+            if self._begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
                 implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
                                   implot.AxisFlags_.auto_fit)
                 xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
@@ -490,7 +546,7 @@ class Dashboard:
                 implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
                                   implot.Point(float(xs[-1]) + 1e-9, e1))
                 self._cursor_line(1000 + index * 16 + k)
-                implot.end_plot()
+                self._end_plot()
 
     def _runs_with(self, section: str, key: str) -> list[tuple[int, Run]]:
         """The runs (with their colour index) that recorded ``key``; one line names the others."""
@@ -541,7 +597,7 @@ class Dashboard:
             imgui.end_group()
             imgui.same_line()
         steps_axis = model.AXIS_LABELS[self.axis]
-        if implot.begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
+        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
             implot.setup_axes(steps_axis, "recall (—) / precision (- -)", 0, 0)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
             for run in self.runs:
@@ -556,7 +612,7 @@ class Dashboard:
                     implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
                     implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
             self._cursor_line(2000 + index)
-            implot.end_plot()
+            self._end_plot()
 
     # -- driving it ----------------------------------------------------------------------------
     def render(self, frames: int = 3) -> np.ndarray:
