@@ -41,20 +41,20 @@ def encode_array(a) -> dict:
 
 
 class Payload:
-    """An array's base64 text already decoded to bytes while a ``run.json`` was read (see
-    :func:`caliper_vk.record.run.run_from_json`); ``decode_array`` takes it in place of the text.
-    Its bytes are released once decoded; ``text()`` gives back the exact base64 text."""
+    """An array's base64 text already decoded while a ``run.json`` was read (see
+    :func:`caliper_vk.record.run.run_from_json`): its bytes as a uint8 array, which
+    ``decode_array`` takes in place of the text and returns a view of (no copy); ``text()``
+    gives back the exact base64 text."""
 
-    __slots__ = ("array", "raw")
+    __slots__ = ("data",)
 
     def __init__(self, raw: bytes):
-        self.raw: bytes | None = raw
-        self.array: np.ndarray | None = None
+        # copied out of the bytes object at once, so that it is freed before the next column is
+        # decoded: arrays then do not interleave with freed buffers on the heap
+        self.data = np.frombuffer(raw, np.uint8).copy()
 
     def text(self) -> str:
-        if self.raw is None:
-            return encode_array(self.array)["b64"]
-        return base64.b64encode(self.raw).decode("ascii")
+        return base64.b64encode(self.data.tobytes()).decode("ascii")
 
 
 def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
@@ -78,13 +78,9 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     count = math.prod(shape)
     if count > max_elements:
         raise RunFileError(f"{where}.shape: {count} elements is more than the {max_elements} allowed")
-    payload = data if isinstance(data, Payload) else None
-    if payload is not None and payload.array is not None:  # decoded before (the same object twice)
-        raw = None
-        nbytes = payload.array.nbytes
-    elif payload is not None:
-        raw = payload.raw
-        nbytes = len(raw)
+    if isinstance(data, Payload):
+        raw = data.data
+        nbytes = raw.nbytes
     elif isinstance(data, str):
         try:
             raw = base64.b64decode(data, validate=True)
@@ -97,13 +93,9 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     if nbytes != count * dt.itemsize:
         raise RunFileError(f"{where}: {nbytes} bytes of data for shape {shape} of {dtype} "
                            f"({count * dt.itemsize} expected)")
-    if raw is None:
-        flat = payload.array.view(dt).astype(np.dtype(dtype))
-    else:
-        flat = np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype))
-        if payload is not None:  # keep the decoded array, not the bytes (a million-step column is
-            payload.array, payload.raw = flat, None  # 8 MB: holding both doubles a run's memory)
-    return flat.reshape(shape)
+    if isinstance(raw, np.ndarray):  # decoded while the file was read: a view, not a copy
+        return raw.view(dt).astype(np.dtype(dtype), copy=False).reshape(shape)
+    return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype)).reshape(shape)
 
 
 def _clean(value):

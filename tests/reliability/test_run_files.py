@@ -135,6 +135,7 @@ def test_confusion_matrix_given_flat_is_refused_clearly(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("", "not JSON"), ("{", "not JSON"), ("[" * 100000 + "]" * 100000, "nested too deeply|not JSON"),
     ("[1, 2]", "JSON object"), ('"a"', "JSON object"), ("\xff\xfe", "not JSON"),
+    ('["config", {"b64": "QUJD"}]', "JSON object"),
 ])
 def test_garbage_gives_a_clear_error(tmp_path, text, message):
     with pytest.raises(RunFileError, match=message):
