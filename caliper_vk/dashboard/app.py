@@ -326,7 +326,6 @@ class Dashboard:
         elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
             self.cursor = float(implot.get_plot_mouse_pos().x)
 
-
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
