@@ -225,6 +225,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--view", default="pointcloud")
     ap.add_argument("--mode", default="zero-copy")
+    ap.add_argument("--run", help="dashboard cases: the run directory")
     a = ap.parse_args()
     if a.case == "caliper":
         out = caliper(a.view, a.n, a.repeats, a.mode)
@@ -245,6 +246,21 @@ def main() -> None:
         from live import training_overhead
 
         out = training_overhead(a.repeats)
+    elif a.case == "training_gpt":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from live import gpt_overhead
+
+        out = gpt_overhead(a.repeats)
+    elif a.case.startswith("dashboard_"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import dashboard
+
+        if a.case == "dashboard_make":
+            out = dashboard.make_run(a.run)
+        elif a.case == "dashboard_open":
+            out = dashboard.open_case(a.run)
+        else:
+            out = dashboard.cursor_case(a.run, a.repeats)
     elif a.case == "cpu_per_panel":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from live import cpu_per_panel

@@ -3,6 +3,7 @@
 1. Training overhead: the digits demo's loop (MLP, batch 128) with
    ``panel.writing()`` + ``step()`` every optimizer step vs the same loop
    without Caliper; each variant in a fresh process; ratio of median step times.
+   The same for the GPT demo's loop (``gpt_overhead``).
 2. Python CPU time per frame per panel (the calling thread's CPU time inside
    ``step()``, which is what the training loop pays) with 1, 10 and 50 panels.
 3. Latency from "the tensor has new values" to "an RGBA frame of them exists in
@@ -66,6 +67,78 @@ print(json.dumps(out))
 """
 
 
+GPT_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+import numpy as np, torch
+sys.path.insert(0, {root!r})
+from caliper_vk.demos import shakespeare
+from caliper_vk.demos.chargpt import CharData, CharGPT, Config, logit_lens
+from caliper_vk.demos.gpt import probe_window
+variant, steps, warmup = {variant!r}, {steps}, {warmup}
+cached = shakespeare.cache_dir() / shakespeare.CACHE_NAME
+text_path = cached if cached.exists() else Path({root!r}) / "tests" / "data" / "sonnets.txt"
+text = text_path.read_text(encoding="utf-8")
+torch.manual_seed(0)
+data = CharData(text)
+cfg = Config(vocab_size=len(data.vocab))  # the demo's default model
+net = CharGPT(cfg)
+opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=0.01)
+gen = torch.Generator().manual_seed(0)
+probe = probe_window(text, cfg.context)
+probe_ids = data.encode(probe)[None]
+n_lens = min(32, cfg.context)
+if variant == "caliper":  # what caliper_vk.demos.gpt.run attaches (offscreen, nothing saved)
+    import caliper_vk as cv
+    from caliper_vk.views import Curve
+    s = cv.Session(window=False, size=(1200, 860))
+    attn = [cv.empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
+    attn_panels = [s.attach(a, "images", normalize="tile", colormap="magma", name=f"attention L{{i + 1}}")
+                   for i, a in enumerate(attn)]
+    lens = cv.empty((cfg.n_layer + 1, n_lens))
+    lens_panel = s.attach(lens, "textgrid", name="logit lens",
+                          ids=np.zeros((cfg.n_layer + 1, n_lens), np.int64), vocab=data.vocab,
+                          row_labels=[f"L{{i}}" for i in range(cfg.n_layer + 1)],
+                          col_labels=probe[:n_lens], margin_top=20)
+    loss_view = Curve(smoothing=0.95)
+    s.add(loss_view, name="loss (raw + EMA)")
+losses, times = [], []
+for step in range(steps + warmup):
+    t0 = time.perf_counter()
+    if variant != "plain":  # the probe forward the demo draws: attention and the logit lens
+        net.eval()
+        with torch.no_grad():
+            _, residuals, attentions = net(probe_ids, trace=True)
+            top, ids = logit_lens(net, residuals)
+    if variant == "caliper":
+        for panel, buf, a in zip(attn_panels, attn, attentions):
+            with panel.writing():
+                buf.copy_(a[0])
+        with lens_panel.writing():
+            lens.copy_(top[:, :n_lens])
+        lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
+        if losses:
+            loss_view.set_data(np.asarray(losses, np.float32))
+        s.step(step)
+    net.train()
+    x, y = data.batch(32, cfg.context, gen)
+    loss = net.loss(x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+    losses.append(float(loss.item()))
+    times.append(time.perf_counter() - t0)
+out = dict(times=times[warmup:], text=text_path.name, vocab=len(data.vocab),
+           params=sum(p.numel() for p in net.parameters()))
+if variant == "caliper":
+    s.flush()
+    st = s.status(); out.update(frames=st.frames, skipped=st.skipped, wait_ms=st.producer_wait_ms)
+    s.close()
+print(json.dumps(out))
+"""
+
+
 def stats(xs) -> dict:
     xs = np.asarray(xs)
     q1, med, q3 = np.percentile(xs, [25, 50, 75])
@@ -87,6 +160,26 @@ def training_overhead(steps: int) -> dict:
             "ratio_vs_forward": cal["median_ms"] / fwd["median_ms"],
             "frames": res["caliper"]["frames"], "skipped": res["caliper"]["skipped"],
             "writer_wait_ms": res["caliper"]["wait_ms"]}
+
+
+def gpt_overhead(steps: int, warmup: int = 20) -> dict:
+    """The GPT demo's loop (its default model, batch 32) three ways, each in a fresh process:
+    the training step alone; plus the probe forward the demo draws (attention, logit lens);
+    plus Caliper (the demo's panels written under ``panel.writing()`` and ``step()`` every
+    step). The demo's text samples (every 100 steps) are left out of all three."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    res = {}
+    for variant in ("plain", "plain+forward", "caliper"):
+        code = GPT_CHILD.format(root=root, variant=variant, steps=steps, warmup=warmup)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        res[variant] = json.loads(out.stdout.strip().splitlines()[-1])
+    plain, fwd, cal = (stats(res[v]["times"]) for v in ("plain", "plain+forward", "caliper"))
+    return {"plain": plain, "plain+forward": fwd, "caliper": cal,
+            "ratio": cal["median_ms"] / plain["median_ms"],
+            "ratio_vs_forward": cal["median_ms"] / fwd["median_ms"],
+            "frames": res["caliper"]["frames"], "skipped": res["caliper"]["skipped"],
+            "writer_wait_ms": res["caliper"]["wait_ms"], "text": res["plain"]["text"],
+            "vocab": res["plain"]["vocab"], "params": res["plain"]["params"], "warmup": warmup}
 
 
 def cpu_per_panel(counts, frames: int) -> dict:

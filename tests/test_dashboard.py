@@ -125,3 +125,168 @@ def test_view_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "bad" / "run.json").write_text('{"schema": "caliper-run/9"}')
     assert main(["view", str(tmp_path / "bad"), "--png", str(tmp_path / "x.png")]) == 2
     assert "caliper-run/1" in capsys.readouterr().err
+
+
+def test_confusion_and_array_panels_over_several_frames(tmp_path):
+    """Recall and precision per class over several matrices (a column of a frames x classes
+    table, which ImPlot needs contiguous; the panel was only ever drawn clipped before), and the
+    engine-drawn textures of a cursor moving across frames: one canvas per texture, kept."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    rec = Recorder(tmp_path / "c", steps_per_epoch=10)
+    rng = np.random.default_rng(0)
+    for s in range(1, 31):
+        rec.advance()
+        rec.log({"train/loss": 1.0 / s})
+        if s % 10 == 0:
+            rec.confusion(matrix=rng.integers(0, 20, (4, 4)))
+            rec.probe("act", rng.normal(size=(3, 5, 6)), module="m")
+    rec.close()
+    run = load_run(tmp_path / "c")
+    dash = Dashboard([run], size=(1400, 600), panels=["confusion", "act"], cursor=10)
+    drawn = []
+    texture = dash._texture
+
+    def spy(key, signature, make_rgba):
+        return texture(key, signature, lambda: drawn.append((key, make_rgba())) or drawn[-1][1])
+
+    dash._texture = spy
+    try:
+        rgba = dash.render()
+        canvases = {k: v[1] for k, v in dash._canvases.items()}
+        for cursor in (25, 30):  # onto other frames: the same canvases draw the new data
+            dash.cursor = cursor
+            dash.render()
+        assert {k: v[1] for k, v in dash._canvases.items()} == canvases and len(canvases) == 2
+    finally:
+        dash.close()
+    assert rgba.shape == (600, 1400, 4) and len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+    assert [k[0] for k, _ in drawn] == ["a", "c"] * 3
+    from caliper_vk.views import Confusion, Images
+
+    for (kind, _, _), image, step in zip([k for k, _ in drawn], [r for _, r in drawn], (10, 10, 20, 20, 30, 30),
+                                         strict=True):
+        i = step // 10 - 1
+        fresh = (Dashboard._draw_view(Confusion(run.confusions["val/confusion"][i].matrix.astype(np.float32),
+                                                normalize="row"), 160, 160) if kind == "c" else
+                 Dashboard._draw_view(Images(run.arrays["act"][i].array.astype(np.float32), normalize="tile",
+                                             colormap="RdBu_r", value_range="symmetric"), *image.shape[:2]))
+        assert np.array_equal(image, fresh)  # a kept canvas draws what a new one would
+
+
+def _long_run(n: int, spe: int = 100):
+    from caliper_vk.record.run import Run, Series
+
+    steps = np.arange(n, dtype=np.int64)
+    y = np.sin(steps / 500.0)
+    y[n // 3] = 9.0  # a spike the columns keep
+    run = Run(name="long", meta={"steps_per_epoch": spe}, status="complete", ended=True,
+              progress_step=steps, progress_epoch=steps / spe, progress_time=steps * 0.01)
+    run.metrics["train/loss"] = Series("train/loss", steps, y, np.zeros(n, bool))
+    return run
+
+
+def test_long_trace_is_drawn_as_columns_every_frame():
+    """A 200,000-step trace is handed to ImPlot as per-pixel columns on every frame (the second
+    frame once drew the whole series as one line, from the first frame's unfitted limits); the
+    plot opens on every sample and the columns are computed once, not per frame or cursor move."""
+    from imgui_bundle import imgui
+
+    from caliper_vk.dashboard.app import Dashboard
+
+    dash = Dashboard([_long_run(200_000)], size=(800, 500), panels=["loss"], columns=1)
+    try:
+        counts = []
+        for cursor in (None, None, 1000.0, 150_000.0):
+            if cursor is not None:
+                dash.cursor = cursor
+            dash.frame(events=[])
+            rgba = dash.ui.render()
+            counts.append(imgui.get_draw_data().total_vtx_count)
+            assert dash._limits[0] == (0.0, 199_999.0)  # every sample, from the first frame on
+            assert len([k for k in dash._cache if k[0] == "cols"]) == 1
+        assert max(counts) < 40_000, counts  # one line through 200,000 points is 800,000 vertices
+        assert len(np.unique(rgba.reshape(-1, 4), axis=0)) > 20
+    finally:
+        dash.close()
+
+
+def test_zoomed_in_trace_plots_the_visible_samples_and_axis_change_refits(monkeypatch):
+    from imgui_bundle import imgui, implot
+
+    import caliper_vk.dashboard.app as app
+
+    dash = app.Dashboard([_long_run(200_000)], size=(800, 500), panels=["loss"], columns=1)
+    try:
+        dash.render()
+        seen = []
+        begin, line = implot.begin_plot, implot.plot_line
+
+        def zoomed(*a):  # the user zoomed in to steps 1000..1100
+            implot.set_next_axis_limits(implot.ImAxis_.x1, 1000.0, 1100.0, imgui.Cond_.always)
+            return begin(*a)
+
+        def spy(label, x, y, *a):
+            seen.append((float(x[0]), float(x[-1]), len(x)))
+            return line(label, x, y, *a)
+
+        monkeypatch.setattr(app.implot, "begin_plot", zoomed)
+        monkeypatch.setattr(app.implot, "plot_line", spy)
+        dash.frame(events=[])
+        dash.ui.render()
+        monkeypatch.undo()
+        assert seen == [(999.0, 1101.0, 103)]  # the visible samples and one either side, raw
+        dash._change_axis("epoch")
+        dash.render()
+        lo, hi = dash._limits[0]
+        assert (lo, hi) == (0.0, 1999.99)  # epochs 0..1999.99 (the limits were in steps)
+    finally:
+        dash.close()
+
+
+def test_cursor_search_and_progress_tables():
+    run = _long_run(1000, spe=10)
+    s = run.metrics["train/loss"]
+    assert s.at(41.9) == 41 and s.at(41) == 41 and s.at(-0.5) is None and s.at(1e30) == 999
+    assert s.at(float("inf")) == 999 and s.at(float("nan")) in (None, 999)
+    assert run.to_step("epoch", 4.2) == 42.0 and run.coordinate("epoch", [42])[0] == 4.2
+    run.progress_epoch = run.progress_step / 20.0  # a new table is read, not the cached one
+    assert run.to_step("epoch", 4.2) == 84.0
+    run.progress_time = np.full(1000, np.nan)
+    assert run.to_step("time", 1.0) is None and np.isnan(run.coordinate("time", [5])[0])
+
+
+def test_background_is_the_overlay_clear_colour():
+    """The main window covers the display: the overlay clears to its background colour and imgui
+    draws none (one full-screen layer of blended fragments fewer per frame)."""
+    from imgui_bundle import imgui
+
+    from caliper_vk.dashboard.app import Dashboard
+
+    dash = Dashboard([_long_run(100)], size=(600, 900), panels=["loss"], columns=1)
+    try:
+        rgba = dash.render()
+        bg = imgui.get_style().color_(imgui.Col_.window_bg)
+        assert bg.w == 1.0 and dash.ui.overlay.clear == (*(int(c * 255 + 0.5) for c in (bg.x, bg.y, bg.z)), 255)
+        assert tuple(rgba[-3, -3]) == dash.ui.overlay.clear  # below the panel: the window's background
+    finally:
+        dash.close()
+
+
+@pytest.mark.parametrize("hist_mode", ["overlay", "time"])
+def test_plot_frames_drawn_as_bands_give_the_same_pixels(tmp_path, monkeypatch, hist_mode):
+    """ImPlot's frame and plot-area fills replaced by four bands around the plot area (one layer
+    of fragments instead of two or three): not one pixel differs."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    run = _run(tmp_path, "a", 60, snaps=(20,))
+    images = []
+    for band in (False, True):
+        monkeypatch.setattr(Dashboard, "BAND_FRAMES", band)
+        dash = Dashboard([run], size=(1300, 1000), panels=["*"], columns=3, hist_mode=hist_mode, cursor=33)
+        try:
+            images.append(dash.render())
+        finally:
+            dash.close()
+    assert np.array_equal(images[0], images[1])
+    assert len(np.unique(images[1].reshape(-1, 4), axis=0)) > 50

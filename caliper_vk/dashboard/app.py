@@ -46,6 +46,12 @@ def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
     return s
 
 
+def _implot_color(col, auto) -> int:
+    """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
+    v = implot.get_style().color_(col)
+    return imgui.get_color_u32(auto) if v.w < 0 else imgui.get_color_u32(v)
+
+
 class Dashboard:
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
@@ -62,6 +68,17 @@ class Dashboard:
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         self.runs = runs
         self.ui = ImGuiRenderer(size=size, window=window)
+        # The main window covers the display: the overlay clears to its background colour and imgui
+        # draws none (on lavapipe a full-screen layer of blended fragments costs ~7 ms per megapixel)
+        self.ui._activate()
+        bg = imgui.get_style().color_(imgui.Col_.window_bg)
+        alpha = int(bg.w * 255 + 0.5)
+        under = self.ui.overlay.clear
+        self.ui.overlay.clear = (*(int(c * 255 + 0.5) * alpha // 255 + under[i] * (255 - alpha) // 255
+                                   for i, c in enumerate((bg.x, bg.y, bg.z))), 255)
+        r, g, b, _ = self.ui.overlay.clear
+        self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
+        self._plots: list = []
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -86,6 +103,7 @@ class Dashboard:
             cursor = np.nanmax(ends) if ends and not np.all(np.isnan(ends)) else 0.0
         self.cursor = float(cursor)
         self._textures: dict = {}
+        self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
         self._limits: dict = {}
         self._cache: dict = {}
         self.closed = False
@@ -114,16 +132,46 @@ class Dashboard:
             c.add(view)
             return c.render()
 
-    def _array_view(self, a: np.ndarray):
-        from ..views import Heatmap, Images
+    def _view_texture(self, key, signature, make_view, data: np.ndarray, w: int, h: int):
+        """The texture ``key``: ``make_view(data)`` drawn by the engine at ``w`` x ``h``, redrawn
+        when ``signature`` changes. The view and its canvas are kept: data of the same shape (the
+        cursor moved onto another frame) goes to the view's ``set_data`` and is drawn again."""
+        def draw():
+            from ..engine import Canvas
 
+            kind = (data.shape, data.dtype, w, h)
+            held = self._canvases.get(key)
+            if held is not None and held[0] == kind:
+                held[2].set_data(data)
+            else:
+                if held is not None:
+                    held[1].close()
+                view = make_view(data)
+                canvas = Canvas(w, h)
+                canvas.add(view)
+                held = self._canvases[key] = (kind, canvas, view)
+            return held[1].render()
+
+        return self._texture(key, signature, draw)
+
+    @staticmethod
+    def _array_data(a: np.ndarray) -> np.ndarray:
+        """An array probe as the array view draws it: float32, a row, a matrix or a stack of tiles."""
         a = np.asarray(a, dtype=np.float32)
         if a.ndim <= 1:
-            return Heatmap(a.reshape(1, -1), colormap="viridis")
-        if a.ndim == 2:
+            return a.reshape(1, -1)
+        return a if a.ndim == 2 else a.reshape(-1, a.shape[-2], a.shape[-1])
+
+    @staticmethod
+    def _array_view(a: np.ndarray, ndim: int):
+        """The view of ``_array_data(x)`` for an ``ndim``-dimensional probe ``x``."""
+        from ..views import Heatmap, Images
+
+        if ndim <= 1:
+            return Heatmap(a, colormap="viridis")
+        if ndim == 2:
             return Heatmap(a, colormap="RdBu_r", value_range="symmetric")
-        return Images(a.reshape(-1, a.shape[-2], a.shape[-1]), normalize="tile", colormap="RdBu_r",
-                      value_range="symmetric")
+        return Images(a, normalize="tile", colormap="RdBu_r", value_range="symmetric")
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, events=None) -> list:
@@ -132,7 +180,8 @@ class Dashboard:
         imgui.set_next_window_pos(imgui.ImVec2(0, 0))
         imgui.set_next_window_size(io.display_size)
         flags = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_move
-                 | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus)
+                 | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus
+                 | imgui.WindowFlags_.no_background)  # the overlay's clear colour is the background
         imgui.begin("caliper view", None, flags)
         imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders)
         self._sidebar()
@@ -196,6 +245,7 @@ class Dashboard:
                     self.cursor = float(x)
                     break
         self.axis = axis
+        self._limits.clear()  # the x ranges were in the old axis's units: fit every plot again
 
     def _readout(self) -> None:
         keys = []
@@ -210,6 +260,53 @@ class Dashboard:
                     continue
                 imgui.text_colored(_col(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
                                    f"  {run.name}: {r.text}")
+
+    # -- plots -------------------------------------------------------------------------------
+    # ImPlot fills a plot's whole frame with FrameBg and then its plot area with PlotBg: two opaque
+    # layers over most of the screen. On lavapipe blended fragments are the frame's largest cost
+    # (a full-screen layer is ~7 ms per megapixel), so the frame is drawn here as four bands around
+    # the plot area, under the plot (a draw-list channel), and the plot area not at all when its
+    # colour is the background's: the same pixels, one layer instead of two or three.
+    BAND_FRAMES = True
+
+    def _begin_plot(self, name: str, size) -> bool:
+        band = self.BAND_FRAMES and imgui.get_style().frame_rounding == 0
+        if band:
+            dl = imgui.get_window_draw_list()
+            dl.channels_split(2)
+            dl.channels_set_current(1)
+            clear = imgui.ImVec4(0, 0, 0, 0)
+            colors = [_implot_color(implot.Col_.frame_bg, imgui.Col_.frame_bg),
+                      _implot_color(implot.Col_.plot_bg, imgui.Col_.window_bg)]
+            implot.push_style_color(implot.Col_.frame_bg, clear)
+            implot.push_style_color(implot.Col_.plot_bg, clear)
+        opened = implot.begin_plot(name, size)
+        if band and not opened:
+            implot.pop_style_color(2)
+            dl.channels_merge()
+        elif opened:  # the frame is the item begin_plot added
+            frame = (imgui.get_item_rect_min(), imgui.get_item_rect_max())
+            self._plots.append((dl, frame, colors) if band else None)
+        return opened
+
+    def _end_plot(self) -> None:
+        band = self._plots.pop()
+        if band is None:
+            implot.end_plot()
+            return
+        dl, (f0, f1), (frame_col, plot_col) = band
+        p0, size = implot.get_plot_pos(), implot.get_plot_size()
+        p1 = imgui.ImVec2(p0.x + size.x, p0.y + size.y)
+        implot.end_plot()
+        implot.pop_style_color(2)
+        dl.channels_set_current(0)
+        v = imgui.ImVec2
+        for a, b in ((v(f0.x, f0.y), v(f1.x, p0.y)), (v(f0.x, p1.y), v(f1.x, f1.y)),
+                     (v(f0.x, p0.y), v(p0.x, p1.y)), (v(p1.x, p0.y), v(f1.x, p1.y))):
+            dl.add_rect_filled(a, b, frame_col)
+        if plot_col != self._background:
+            dl.add_rect_filled(p0, p1, plot_col)
+        dl.channels_merge()
 
     # -- panels ------------------------------------------------------------------------------
     def _panel(self, panel: model.Panel, index: int) -> None:
@@ -229,14 +326,17 @@ class Dashboard:
         elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
             self.cursor = float(implot.get_plot_mouse_pos().x)
 
-    def _xy(self, run: Run, s) -> tuple[np.ndarray, np.ndarray]:
-        x = run.coordinate(self.axis, s.step)
-        return x.astype(np.float64), s.value.astype(np.float64)
-
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
-        if implot.begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
+        span = None
+        if index not in self._limits:  # a new plot, or a new x axis: show every sample
+            span = self._x_span(panel)
+            if span is None:
+                implot.set_next_axis_to_fit(implot.ImAxis_.x1)
+            else:  # set, not fitted: a fit would come from this frame's columns, and differ
+                implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
+        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
             implot.setup_legend(implot.Location_.north_east)
             spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
@@ -244,17 +344,12 @@ class Dashboard:
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
             if self.axis == "step" and len(spes) == 1 and None not in spes:
                 implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
-                lim = self._limits.get(index)
-                run = next(r for r in self.runs if r.progress_epoch is not None)
-                if lim is not None:
-                    e = run.coordinate("epoch", np.array(lim))
-                    spe = (run.meta or {}).get("steps_per_epoch")
-                    if spe:
-                        e = np.array(lim, dtype=float) / float(spe)
-                    if np.all(np.isfinite(e)) and e[1] > e[0]:
-                        implot.setup_axis_limits(implot.ImAxis_.x2, float(e[0]), float(e[1]),
-                                                 imgui.Cond_.always)
+                lim = self._limits.get(index)  # the step axis of the last frame (x2 is set up first)
+                if lim is not None and lim[1] > lim[0]:
+                    spe = float(spes.pop())
+                    implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
+            lim = self._view(index, fitting=index not in self._limits and span is None)
             for k, run in enumerate(self.runs):
                 rgb = PALETTE[k % len(PALETTE)]
                 for j, key in enumerate(panel.keys):
@@ -265,62 +360,110 @@ class Dashboard:
                     shade = (PALETTE[j % len(PALETTE)] if len(self.runs) == 1
                              else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
-                    self._trace(label, run, s, shade, plot_w, index)
+                    self._trace(label, run, s, shade, plot_w, lim)
                 if "val/loss" in panel.keys:
                     self._best_marks(run, rgb)
             self._cursor_line(index)
-            lim = implot.get_plot_limits()
-            self._limits[index] = (lim.x.min, lim.x.max)
-            implot.end_plot()
+            self._end_plot()
         notes = [panel.note] if panel.note else []
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
         for n in notes:
             imgui.text_wrapped(n)
 
-    def _series(self, run, s):
-        """(x, y, placeholder) of a series on the current axis, finite x only; cached per axis."""
+    def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
+        """The x range of every sample of a scalar panel's series, or None (no range to show)."""
+        ends = [(float(x[0]), float(x[-1])) for run in self.runs for k in panel.keys
+                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
+        if not ends:
+            return None
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        return (lo, hi) if hi > lo else None
+
+    def _view(self, index: int, fitting: bool) -> tuple[float, float] | None:
+        """This frame's x range of plot ``index`` (call after its setup), or None when ImPlot fits
+        the x axis to the data this frame (``fitting``, or a double click on the plot): a fit
+        frame plots every series whole (ImPlot fits to what is plotted); other frames plot only
+        the visible range."""
+        lim = implot.get_plot_limits()
+        view = (float(lim.x.min), float(lim.x.max))
+        fit = fitting or (
+            imgui.is_mouse_double_clicked(0)
+            and (implot.is_plot_hovered() or implot.is_axis_hovered(implot.ImAxis_.x1)))
+        self._limits[index] = view
+        return None if fit else view
+
+    def _series(self, run, s) -> dict:
+        """A series on the current axis, finite x only, with its placeholder and NaN/Inf samples
+        picked out once; cached per axis (a frame only slices it)."""
         key = ("xy", id(run), s.name, self.axis)
         hit = self._cache.get(key)
         if hit is None:
-            x, y = self._xy(run, s)
+            # series logged together share their step column (see Series): convert it once, and
+            # copy nothing that needs no change (a million-step series is 8 MB a column)
+            xkey = ("x", id(run), id(s.step), self.axis)
+            x = self._cache.get(xkey)
+            if x is None:
+                x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+            y, ph = s.value.astype(np.float64, copy=False), s.placeholder
             ok = np.isfinite(x)
-            hit = self._cache[key] = (x[ok], y[ok], s.placeholder[ok])
+            if not ok.all():
+                x, y, ph = x[ok], y[ok], ph[ok]
+            bad = ~np.isfinite(y)
+            hit = self._cache[key] = {
+                "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
+                "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}
         return hit
 
-    def _trace(self, label, run, s, rgb, plot_w, index) -> None:
-        x, y, ph = self._series(run, s)
+    def _smoothed(self, run, s, series: dict) -> np.ndarray:
+        key = ("smooth", id(run), s.name, self.axis, self.smoothing)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = model.smooth(series["measured"], self.smoothing)
+        return hit
+
+    def _columns(self, run, name, tag, x, y, x0, x1, plot_w):
+        key = ("cols", tag, id(run), name, self.axis, x0, x1, plot_w)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) > 512:
+                self._cache.clear()
+            hit = self._cache[key] = model.reduce_columns(x, y, x0, x1, plot_w)
+        return hit
+
+    def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
+        t = self._series(run, s)
+        x = t["x"]
         if not len(x):
             return
-        lim = self._limits.get(index)
-        if lim is None:
-            visible = len(x)
-        else:
-            visible = int(np.searchsorted(x, lim[1], side="right") - np.searchsorted(x, lim[0]))
-        if visible > 3 * plot_w:  # a million-step trace: per-column min..max, so no spike vanishes
-            x0, x1 = (float(x[0]), float(x[-1])) if lim is None else (max(lim[0], x[0]), min(lim[1], x[-1]))
-            ckey = ("cols", id(run), s.name, self.axis, round(x0, 9), round(x1, 9), plot_w)
-            cols = self._cache.get(ckey)
-            if cols is None:
-                if len(self._cache) > 512:
-                    self._cache.clear()
-                cols = self._cache[ckey] = model.reduce_columns(x, np.where(ph, np.nan, y), x0, x1, plot_w)
-            c, lo, hi = cols
+        if lim is None:  # fitting: the whole series
+            i0, i1, x0, x1 = 0, len(x), float(x[0]), float(x[-1])
+        else:  # the visible samples and one either side, so lines reach the plot's edges
+            i0 = max(0, int(np.searchsorted(x, lim[0], side="left")) - 1)
+            i1 = min(len(x), int(np.searchsorted(x, lim[1], side="right")) + 1)
+            x0, x1 = max(lim[0], float(x[0])), min(lim[1], float(x[-1]))
+        reduce = i1 - i0 > 3 * plot_w and x1 > x0
+        if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
+            c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
             implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
             implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
             implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
-        else:
-            yy = np.where(ph, np.nan, y)  # a placeholder is not part of the measured trace
-            implot.plot_line(label, x, yy, _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
-        if ph.any():
-            implot.plot_scatter(f"{label} placeholder (not a measurement)", x[ph], y[ph],
+        else:  # a placeholder is not part of the measured trace
+            implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
+                             _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+        if len(t["ph_x"]):
+            implot.plot_scatter(f"{label} placeholder (not a measurement)", t["ph_x"], t["ph_y"],
                                 _spec((0.6, 0.6, 0.6), marker=implot.Marker_.square))
-        bad = ~np.isfinite(y)
-        if bad.any():
-            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", x[bad], _spec((1.0, 0.2, 0.8), alpha=0.7))
+        if len(t["bad_x"]):
+            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", t["bad_x"], _spec((1.0, 0.2, 0.8), alpha=0.7))
         if self.smoothing > 0:
-            implot.plot_line(f"{label} smoothed", x, model.smooth(np.where(ph, np.nan, y), self.smoothing),
-                             _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5))
+            sm = self._smoothed(run, s, t)
+            spec = _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5)
+            if reduce:  # a smoothed line is thinner than a column: its midpoint
+                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
+                implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
+            else:
+                implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
 
     def _best_marks(self, run: Run, rgb) -> None:
         steps, acc = run.best_so_far()
@@ -364,7 +507,7 @@ class Dashboard:
             frames = run.histograms[key]
             step = run.to_step(self.axis, self.cursor)
             stack = model.histogram_stack(frames, step, self.history)
-            if implot.begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
+            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
                 implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
@@ -377,7 +520,7 @@ class Dashboard:
                                        f.edges.astype(np.float64), ys,
                                        _spec(PALETTE[k % len(PALETTE)], alpha=alpha,
                                              weight=2.0 if age == 0 else 1.0))
-                implot.end_plot()
+                self._end_plot()
 
     def _histogram_time(self, panel: model.Panel, index: int) -> None:
         from ..views import Heatmap
@@ -388,12 +531,13 @@ class Dashboard:
             frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
             if not frames:
                 continue
-            # bins (highest value at the top) x frames
-            counts = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
-            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step),
-                                lambda c=counts: self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
-                                                                 max(64, min(600, 8 * c.shape[1])), 200))
-            if implot.begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
+            def draw(frames=frames):  # bins (highest value at the top) x frames
+                c = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
+                return self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
+                                       max(64, min(600, 8 * c.shape[1])), 200)
+
+            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step), draw)
+            if self._begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
                 implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
                                   implot.AxisFlags_.auto_fit)
                 xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
@@ -401,7 +545,7 @@ class Dashboard:
                 implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
                                   implot.Point(float(xs[-1]) + 1e-9, e1))
                 self._cursor_line(1000 + index * 16 + k)
-                implot.end_plot()
+                self._end_plot()
 
     def _runs_with(self, section: str, key: str) -> list[tuple[int, Run]]:
         """The runs (with their colour index) that recorded ``key``; one line names the others."""
@@ -431,8 +575,8 @@ class Dashboard:
                     imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
                                         + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
                 size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
-                tex = self._texture(("a", k, key), f.step,
-                                    lambda a=a, s=size: self._draw_view(self._array_view(a), s, s))
+                tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
+                                         self._array_data(a), size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
 
@@ -446,13 +590,13 @@ class Dashboard:
             f, text = model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor)
             imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
             if f is not None:
-                tex = self._texture(("c", k, key), f.step, lambda m=f.matrix: self._draw_view(
-                    Confusion(m.astype(np.float32), normalize="row"), 160, 160))
+                tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
+                                         f.matrix.astype(np.float32), 160, 160)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
             imgui.same_line()
         steps_axis = model.AXIS_LABELS[self.axis]
-        if implot.begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
+        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
             implot.setup_axes(steps_axis, "recall (—) / precision (- -)", 0, 0)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
             for run in self.runs:
@@ -460,13 +604,14 @@ class Dashboard:
                 if not len(steps):
                     continue
                 x = run.coordinate(self.axis, steps)
+                recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
                 for c, name in enumerate(names):
                     rgb = PALETTE[c % len(PALETTE)]
                     suffix = "" if len(self.runs) == 1 else f" · {run.name}"
-                    implot.plot_line(f"recall {name}{suffix}", x, recall[:, c], _spec(rgb, weight=1.2))
-                    implot.plot_line(f"precision {name}{suffix}", x, precision[:, c], _spec(rgb, 0.5, 1.0))
+                    implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
+                    implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
             self._cursor_line(2000 + index)
-            implot.end_plot()
+            self._end_plot()
 
     # -- driving it ----------------------------------------------------------------------------
     def render(self, frames: int = 3) -> np.ndarray:
@@ -497,6 +642,9 @@ class Dashboard:
         for _, tex in self._textures.values():
             tex.close()
         self._textures.clear()
+        for _, canvas, _ in self._canvases.values():
+            canvas.close()
+        self._canvases.clear()
         self.ui.close()
 
 

@@ -40,6 +40,23 @@ def encode_array(a) -> dict:
             "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()).decode()}
 
 
+class Payload:
+    """An array's base64 text already decoded while a ``run.json`` was read (see
+    :func:`caliper_vk.record.run.run_from_json`): its bytes as a uint8 array, which
+    ``decode_array`` takes in place of the text and returns a view of (no copy); ``text()``
+    gives back the exact base64 text."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, raw: bytes):
+        # copied out of the bytes object at once, so that it is freed before the next column is
+        # decoded: arrays then do not interleave with freed buffers on the heap
+        self.data = np.frombuffer(raw, np.uint8).copy()
+
+    def text(self) -> str:
+        return base64.b64encode(self.data.tobytes()).decode("ascii")
+
+
 def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     """The array in ``obj`` (encoded form or a plain list of numbers); RunFileError naming ``where``."""
     if isinstance(obj, list):
@@ -61,16 +78,23 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     count = math.prod(shape)
     if count > max_elements:
         raise RunFileError(f"{where}.shape: {count} elements is more than the {max_elements} allowed")
-    if not isinstance(data, str):
+    if isinstance(data, Payload):
+        raw = data.data
+        nbytes = raw.nbytes
+    elif isinstance(data, str):
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise RunFileError(f"{where}.b64: not valid base64") from None
+        nbytes = len(raw)
+    else:
         raise RunFileError(f"{where}.b64: expected a base64 string")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        raise RunFileError(f"{where}.b64: not valid base64") from None
     dt = np.dtype(dtype).newbyteorder("<")
-    if len(raw) != count * dt.itemsize:
-        raise RunFileError(f"{where}: {len(raw)} bytes of data for shape {shape} of {dtype} "
+    if nbytes != count * dt.itemsize:
+        raise RunFileError(f"{where}: {nbytes} bytes of data for shape {shape} of {dtype} "
                            f"({count * dt.itemsize} expected)")
+    if isinstance(raw, np.ndarray):  # decoded while the file was read: a view, not a copy
+        return raw.view(dt).astype(np.dtype(dtype), copy=False).reshape(shape)
     return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype)).reshape(shape)
 
 

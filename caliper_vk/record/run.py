@@ -10,17 +10,21 @@ naming the file and field. The schema is in ``docs/run-format.md``.
 
 from __future__ import annotations
 
+import base64
 import bisect
+import binascii
+import ctypes
 import json
 import math
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .log import RunFileError, decode_array, encode_array, number, read_log
+from .log import Payload, RunFileError, decode_array, encode_array, number, read_log
 
 RUN_SCHEMA = "caliper-run/1"
 MAX_RUN_BYTES = 4 << 30
@@ -30,7 +34,10 @@ _EMPTY_F = np.zeros(0, np.float64)
 
 @dataclass
 class Series:
-    """One scalar metric over steps; ``placeholder`` marks values that are not measurements."""
+    """One scalar metric over steps; ``placeholder`` marks values that are not measurements.
+
+    ``step`` is shared with the other series recorded at the same steps (and with
+    ``Run.progress_step`` when equal): read it, do not write into it."""
 
     name: str
     step: np.ndarray
@@ -45,7 +52,11 @@ class Series:
 
     def at(self, step: float):
         """Index of the last sample at or before ``step``, or None (before the first sample)."""
-        i = int(np.searchsorted(self.step, step, side="right")) - 1
+        try:  # steps are integers: search with floor(step) in their own dtype (a float key would
+            key = np.int64(math.floor(step))  # convert the whole step column on every call)
+        except (OverflowError, ValueError):
+            key = step
+        i = int(np.searchsorted(self.step, key, side="right")) - 1
         return i if i >= 0 else None
 
     def measured(self) -> tuple[np.ndarray, np.ndarray]:
@@ -101,8 +112,24 @@ class Run:
     snapshots: list[tuple[int, str]] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- coordinates -------------------------------------------------------------
+    def _table(self, axis: str):
+        """(steps, coordinates) of the progress table of ``axis`` ("epoch" or "time") where the
+        coordinate is finite, or None; cached while the progress arrays stay the same objects."""
+        table = self.progress_epoch if axis == "epoch" else self.progress_time
+        hit = self._tables.get(axis)
+        if hit is not None and hit[0] is self.progress_step and hit[1] is table:
+            return hit[2]
+        out = None
+        if table is not None and len(self.progress_step):
+            ok = np.isfinite(table)
+            if ok.any():
+                out = (self.progress_step[ok].astype(np.float64), table[ok])
+        self._tables[axis] = (self.progress_step, table, out)
+        return out
+
     @property
     def step_range(self) -> tuple[int, int] | None:
         steps = [a for a in [*(s.step for s in self.metrics.values()), self.progress_step] if len(a)]
@@ -115,13 +142,10 @@ class Run:
         steps = np.asarray(steps, dtype=np.float64)
         if axis == "step":
             return steps
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
-        if table is None or not len(self.progress_step):
+        found = self._table(axis)
+        if found is None:
             return np.full(steps.shape, np.nan)
-        ok = np.isfinite(table)
-        if not ok.any():
-            return np.full(steps.shape, np.nan)
-        xs, ys = self.progress_step[ok].astype(np.float64), table[ok]
+        xs, ys = found
         out = np.interp(steps, xs, ys)
         out[(steps < xs[0]) | (steps > xs[-1])] = np.nan
         return out
@@ -131,12 +155,11 @@ class Run:
         if axis == "step":
             r = self.step_range
             return float(x) if r and r[0] <= x <= r[1] else None
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
-        if table is None or not len(self.progress_step):
+        found = self._table(axis)
+        if found is None:
             return None
-        ok = np.isfinite(table)
-        xs, ys = table[ok], self.progress_step[ok].astype(np.float64)
-        if not len(xs) or x < xs[0] or x > xs[-1]:
+        ys, xs = found
+        if x < xs[0] or x > xs[-1]:
             return None
         return float(np.interp(x, xs, ys))
 
@@ -417,21 +440,23 @@ class _Builder:
 
     def finish(self) -> Run:
         run = self.run
+        steps = sorted(self.progress)
+        run.progress_step = np.array(steps, dtype=np.int64)
+        step_columns = [run.progress_step]
         finite = True
         for name, items in self.scalars.items():
             items.sort(key=lambda x: x[0])
             d = self.defs.get(name, {})
             values = np.array([x[1] for x in items], dtype=np.float64)
             finite &= bool(np.all(np.isfinite(values)))
-            run.metrics[name] = Series(name, np.array([x[0] for x in items], dtype=np.int64), values,
+            run.metrics[name] = Series(name, _same_steps(np.array([x[0] for x in items], dtype=np.int64),
+                                                         step_columns), values,
                                        np.array([x[2] for x in items], dtype=bool), **d)
         if not run.ended:
             run.finite = finite
         for frames in (*run.histograms.values(), *run.arrays.values(), *run.confusions.values()):
             frames.sort(key=lambda f: f.step)
         run.snapshots.sort()
-        steps = sorted(self.progress)
-        run.progress_step = np.array(steps, dtype=np.int64)
         epochs = [self.progress[s][0] for s in steps]
         run.progress_epoch = (np.array([np.nan if e is None else e for e in epochs], dtype=np.float64)
                               if any(e is not None for e in epochs) else None)
@@ -466,12 +491,155 @@ def run_from_json(path) -> Run:
     if size > MAX_RUN_BYTES:
         raise RunFileError(f"{path}: {size} bytes is more than the {MAX_RUN_BYTES} allowed for a run file")
     try:
-        doc = json.loads(path.read_bytes())
+        doc = _read_json(path)
     except RecursionError:
         raise RunFileError(f"{path}: nested too deeply to be a run file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunFileError(f"{path}: not JSON ({str(exc)[:100]})") from None
-    return run_from_doc(doc, path)
+    run = run_from_doc(doc, path)
+    if size > 64 << 20:
+        del doc  # and with it the columns the run did not keep (step columns equal to another)
+        _release_free_heap()
+    return run
+
+
+def _read_json(path: Path):
+    split = _split_payloads(path)
+    if split is None:  # a "b64" string that is not plain base64: read the file as it is
+        return json.loads(path.read_bytes())
+    text, payloads, placeholder = split
+    doc = json.loads(text, object_hook=lambda d: _take_payload(d, payloads, placeholder))
+    if isinstance(doc, dict):
+        for key in ("config", "meta", "problems"):  # passed through: give them their text back
+            if key in doc:
+                doc[key] = _restore_text(doc[key])
+    return doc
+
+
+def _release_free_heap() -> None:
+    """Hand freed heap memory back to the system. glibc keeps what a large streamed read freed
+    between the arrays it kept (read buffers, decoded bytes: ~110 MB after a million-step
+    run.json), and a long-lived viewer would carry it; elsewhere this does nothing."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+_B64_KEY = b'"b64"'
+_JSON_SPACE = b" \t\n\r"
+_READ_CHUNK = 1 << 24
+
+
+def _split_payloads(path: Path):
+    """Read a ``run.json`` decoding every ``"b64"`` string as it streams past.
+
+    Returns ``(text, payloads, placeholder)``: the JSON text with each such string replaced by
+    ``placeholder + index``, and the decoded :class:`Payload` objects; or None when some ``"b64"``
+    string is not plain canonical base64 (the caller then parses the file as it is, and
+    ``decode_array`` names the field). A million-step column is so decoded once from the file's
+    bytes, never held as JSON text, a Python ``str`` and its bytes at once (a 245 MB file took
+    0.7 GB that way), and the file is never in memory whole.
+    """
+    placeholder = "\0" + os.urandom(8).hex() + ":"
+    escaped = placeholder.replace("\0", "\\u0000").encode()
+    text = bytearray()
+    payloads: list[Payload] = []
+    with open(path, "rb") as f:
+        buf, pos = f.read(_READ_CHUNK), 0
+
+        def more() -> int:
+            """Read on, keeping ``buf[pos:]``; returns how far offsets moved, or -1 at the end."""
+            nonlocal buf, pos
+            chunk = f.read(_READ_CHUNK)
+            if not chunk:
+                return -1
+            shift = pos
+            buf, pos = buf[pos:] + chunk, 0
+            return shift
+
+        while True:
+            i = buf.find(_B64_KEY, pos)
+            if i < 0:
+                keep = max(pos, len(buf) - len(_B64_KEY) + 1)  # a key may straddle the next read
+                text += buf[pos:keep]
+                pos = keep
+                if more() < 0:
+                    text += buf[pos:]
+                    return bytes(text), payloads, placeholder
+                continue
+            # the key "b64", optional space, a colon, optional space, then a string's opening quote?
+            j, colon = i + len(_B64_KEY), False
+            while True:
+                if j >= len(buf):
+                    shift = more()
+                    if shift < 0:
+                        break
+                    j -= shift
+                    continue
+                if buf[j] in _JSON_SPACE:
+                    j += 1
+                elif buf[j] == 0x3A and not colon:  # ':'
+                    colon, j = True, j + 1
+                else:
+                    break
+            if not (colon and j < len(buf) and buf[j] == 0x22):  # '"'
+                text += buf[pos:j]
+                pos = j
+                continue
+            start = j + 1
+            end = buf.find(b'"', start)
+            while end < 0:
+                shift = more()
+                if shift < 0:
+                    return None  # an unterminated string: the JSON parser will say so
+                start -= shift
+                end = buf.find(b'"', start)
+            view = memoryview(buf)[start:end]
+            try:
+                raw = base64.b64decode(view, validate=True)
+            except (ValueError, binascii.Error):
+                return None
+            finally:
+                view.release()
+            rest = len(raw) % 3  # canonical (no spare bits set), so its text can be given back exactly
+            if end - start != 4 * ((len(raw) + 2) // 3) or (
+                    rest and base64.b64encode(raw[-rest:]) != buf[end - 4:end]):
+                return None
+            text += buf[pos:start]
+            text += escaped + str(len(payloads)).encode()
+            payloads.append(Payload(raw))
+            pos = end
+
+
+def _take_payload(d: dict, payloads: list, placeholder: str) -> dict:
+    v = d.get("b64")
+    if isinstance(v, str) and v.startswith(placeholder):
+        d["b64"] = payloads[int(v[len(placeholder):])]
+    return d
+
+
+def _restore_text(v):
+    """``v`` with every :class:`Payload` given back as its base64 text."""
+    if isinstance(v, Payload):
+        return v.text()
+    if isinstance(v, dict):
+        return {k: _restore_text(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_restore_text(x) for x in v]
+    return v
+
+
+def _same_steps(steps: np.ndarray, columns: list) -> np.ndarray:
+    """``steps``, or an equal step column read before (metrics logged together share one array:
+    ten scalars over a million steps hold one 8 MB step column, not ten)."""
+    for c in columns:
+        if c.shape == steps.shape and (not len(c) or (c[0] == steps[0] and c[-1] == steps[-1])) \
+                and np.array_equal(c, steps):
+            return c
+    columns.append(steps)
+    return steps
 
 
 def _list(doc: dict, key: str, name: str) -> list:
@@ -506,10 +674,13 @@ def run_from_doc(doc, path: Path) -> Run:
     if not isinstance(progress, dict):
         raise RunFileError(f"{name}.progress: expected an object")
     try:
-        run.progress_step = decode_array(progress.get("step", []), f"{name}.progress.step").astype(np.int64)
-        run.progress_time = decode_array(progress.get("time", []), f"{name}.progress.time").astype(np.float64)
+        run.progress_step = decode_array(progress.get("step", []), f"{name}.progress.step").astype(
+            np.int64, copy=False)
+        run.progress_time = decode_array(progress.get("time", []), f"{name}.progress.time").astype(
+            np.float64, copy=False)
         if progress.get("epoch") is not None:
-            run.progress_epoch = decode_array(progress["epoch"], f"{name}.progress.epoch").astype(np.float64)
+            run.progress_epoch = decode_array(progress["epoch"], f"{name}.progress.epoch").astype(
+                np.float64, copy=False)
         if len(run.progress_time) != len(run.progress_step) or (
                 run.progress_epoch is not None and len(run.progress_epoch) != len(run.progress_step)):
             raise RunFileError(f"{name}.progress: step, epoch and time differ in length")
@@ -520,20 +691,24 @@ def run_from_doc(doc, path: Path) -> Run:
     if not isinstance(metrics, dict):
         raise RunFileError(f"{name}.metrics: expected an object of name: series")
     finite = True
+    step_columns = [run.progress_step]
     for k, m in metrics.items():
         where = f"{name}.metrics[{k!r}]"
         try:
             if not isinstance(m, dict):
                 raise RunFileError(f"{where}: expected an object")
             steps = decode_array(m.get("step"), f"{where}.step")
-            values = decode_array(m.get("value"), f"{where}.value").astype(np.float64)
+            values = decode_array(m.get("value"), f"{where}.value").astype(np.float64, copy=False)
             if steps.shape != values.shape or steps.ndim != 1:
                 raise RunFileError(f"{where}: step and value differ in length")
-            if len(steps) and (not np.all(np.isfinite(steps)) or steps.min() < 0
-                               or not np.all(steps == np.floor(steps))):
+            if len(steps) and (steps.min() < 0 if steps.dtype.kind in "iub" else (
+                    not np.all(np.isfinite(steps)) or steps.min() < 0 or not np.all(steps == np.floor(steps)))):
                 raise RunFileError(f"{where}.step: steps must be non-negative integers")
-            steps = steps.astype(np.int64)
-            order = np.argsort(steps, kind="stable")
+            steps = steps.astype(np.int64, copy=False)
+            if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):  # recorded in order: nothing to do
+                order = np.argsort(steps, kind="stable")
+                steps, values = steps[order], values[order]
+            steps = _same_steps(steps, step_columns)
             ph = m.get("placeholder_steps") or []
             if not isinstance(ph, list) or not all(isinstance(x, int) for x in ph):
                 raise RunFileError(f"{where}.placeholder_steps: expected a list of steps")
@@ -541,7 +716,7 @@ def run_from_doc(doc, path: Path) -> Run:
             if goal not in (None, "min", "max"):
                 raise RunFileError(f"{where}.goal: expected 'min', 'max' or null")
             finite &= bool(np.all(np.isfinite(values)))
-            run.metrics[k] = Series(k, steps[order], values[order], np.isin(steps[order], ph),
+            run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else np.zeros(len(steps), bool),
                                     _text(m.get("unit"), f"{where}.unit"),
                                     _text(m.get("description"), f"{where}.description"), goal)
         except RunFileError as exc:

@@ -135,6 +135,7 @@ def test_confusion_matrix_given_flat_is_refused_clearly(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("", "not JSON"), ("{", "not JSON"), ("[" * 100000 + "]" * 100000, "nested too deeply|not JSON"),
     ("[1, 2]", "JSON object"), ('"a"', "JSON object"), ("\xff\xfe", "not JSON"),
+    ('["config", {"b64": "QUJD"}]', "JSON object"),
 ])
 def test_garbage_gives_a_clear_error(tmp_path, text, message):
     with pytest.raises(RunFileError, match=message):
@@ -198,3 +199,113 @@ def test_fuzzed_logs_load_or_raise_run_file_error(tmp_path, records, cut):
     except RunFileError:
         return
     assert run.status in ("running", "complete", "nonfinite", "interrupted", "failed")
+
+
+# -- run.json read with its base64 columns decoded as they stream past ----------------------------
+def _fields(run) -> dict:
+    """Everything a Run holds, as comparable plain values."""
+    import dataclasses
+
+    def plain(v):
+        if isinstance(v, np.ndarray):
+            return ("array", v.dtype.str, v.shape, v.tobytes())
+        if dataclasses.is_dataclass(v):
+            return plain(dataclasses.asdict(v))
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        return v
+
+    return {f.name: plain(getattr(run, f.name)) for f in dataclasses.fields(run) if f.name not in ("_tables",)}
+
+
+def _both_ways(path, monkeypatch, chunk=None):
+    """The run as read by the streaming reader (with ``chunk``-byte reads) and by plain json.loads."""
+    from caliper_vk.record import run as run_mod
+
+    if chunk:
+        monkeypatch.setattr(run_mod, "_READ_CHUNK", chunk)
+    fast = load_run(path)
+    monkeypatch.setattr(run_mod, "_split_payloads", lambda p: None)
+    plain = load_run(path)
+    monkeypatch.undo()
+    return fast, plain
+
+
+def _rich_doc() -> dict:
+    from caliper_vk.record.log import encode_array
+
+    steps = np.arange(0, 50, dtype=np.int64)
+    return {"schema": RUN_SCHEMA, "name": "r", "status": "complete", "finite": True,
+            "config": {"b64": "QUJD", "arr": encode_array(np.arange(3)), "s": '"b64": "x"', "n": [{"b64": ""}]},
+            "meta": {"steps_per_epoch": 10},
+            "progress": {"step": encode_array(steps), "epoch": encode_array(steps / 10),
+                         "time": encode_array(steps * 0.5)},
+            "metrics": {"train/loss": {"step": encode_array(steps), "value": encode_array(1.0 / (steps + 1)),
+                                       "placeholder_steps": [0]},
+                        "val/loss": {"step": encode_array(steps[::10]), "value": [0.5, 0.4, 0.3, 0.2, 0.1]},
+                        "b/x": {"step": encode_array(steps[::-1]), "value": encode_array(steps[::-1] * 2.0)},
+                        "c/y": {"step": encode_array(steps.astype(np.float64)), "value": encode_array(steps)}},
+            "histograms": {"w": [{"step": 1, "lo": -3, "hi": 3, "counts": encode_array(np.arange(7)),
+                                  "below": 0, "above": 1}]},
+            "arrays": {"a": [{"step": 2, "module": "m", "array": encode_array(np.ones((2, 3), np.float32))},
+                             {"step": 3, "array": encode_array(np.zeros((0,), np.float32))}]},
+            "confusions": {"c": [{"step": 1, "matrix": encode_array(np.eye(3, dtype=np.int64))}]},
+            "problems": [{"b64": "QQ=="}, "plain"]}
+
+
+@pytest.mark.parametrize("dump", [
+    lambda d: json.dumps(d, separators=(",", ":")),  # as Run.save writes it
+    json.dumps,  # "b64": "..." with a space
+    lambda d: json.dumps(d, indent=2).replace('"b64":', '"b64" \n\t:'),
+])
+@pytest.mark.parametrize("chunk", [None, 5, 64, 1000])
+def test_streaming_read_equals_plain_json(tmp_path, monkeypatch, dump, chunk):
+    p = tmp_path / "run.json"
+    p.write_text(dump(_rich_doc()))
+    from caliper_vk.record.run import _split_payloads
+
+    assert len(_split_payloads(p)[1]) == 18  # every "b64" string taken out, config and problems too
+    fast, plain = _both_ways(p, monkeypatch, chunk)
+    assert _fields(fast) == _fields(plain)
+    assert fast.config == _rich_doc()["config"]  # a "b64" key outside an array keeps its text
+    assert fast.metrics["train/loss"].step is fast.progress_step  # one shared step column
+    assert fast.metrics["c/y"].step is fast.progress_step and fast.metrics["b/x"].step is fast.progress_step
+
+
+@pytest.mark.parametrize("b64", ["QR==", "QQ", "!!", "\\u0041AAA", "AAAA AAAA", 'QUJD\\"', ""])
+def test_streaming_read_falls_back_on_unusual_base64(tmp_path, monkeypatch, b64):
+    """Text that is not plain canonical base64 leaves the file to json.loads and decode_array:
+    the same run, the same problems, the same errors."""
+    doc = _rich_doc()
+    doc["metrics"]["train/loss"]["value"] = {"dtype": "uint8", "shape": [1], "b64": "PLACEHOLDER"}
+    text = json.dumps(doc).replace("PLACEHOLDER", b64)
+    p = tmp_path / "run.json"
+    p.write_text(text)
+    from caliper_vk.record.run import _split_payloads
+
+    assert (_split_payloads(p) is None) == (b64 != "")
+    try:
+        fast, plain = _both_ways(p, monkeypatch)
+    except RunFileError as exc:
+        with pytest.raises(RunFileError, match="not JSON"):
+            json.loads(text)
+        assert "not JSON" in str(exc)
+        return
+    assert _fields(fast) == _fields(plain)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(doc=st.dictionaries(keys | st.just("b64"), json_values | st.sampled_from(["QUJD", "QQ==", "", "QR=="]),
+                           max_size=8),
+       chunk=st.sampled_from([3, 17, 1 << 24]))
+def test_fuzzed_streaming_read_equals_plain_json(tmp_path, monkeypatch, doc, chunk):
+    doc["schema"] = RUN_SCHEMA
+    doc.setdefault("config", {"b64": "QUJD", "x": {"b64": doc.get("b64", "")}})
+    p = _write(tmp_path, doc)
+    try:
+        fast, plain = _both_ways(p, monkeypatch, chunk)
+    except RunFileError:
+        return  # (both raise: _both_ways reads the fast way first, and a file is one or the other)
+    assert _fields(fast) == _fields(plain)
