@@ -68,6 +68,19 @@ def test_norms_and_update_ratio_match_independent_computation(tmp_path):
     np.testing.assert_allclose(run.metrics["train/loss"].value, truth["loss"], rtol=1e-6)
 
 
+def test_run_json_gets_the_permissions_of_an_ordinary_file(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        Recorder(tmp_path / "r").close()
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "r" / "run.json").stat().st_mode)
+    assert mode == 0o644, oct(mode)  # readable by the team, like log.jsonl (mkstemp gave 0600)
+
+
 def test_host_info_can_be_left_out_of_a_shared_run(tmp_path):
     import socket
 

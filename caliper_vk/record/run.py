@@ -275,6 +275,7 @@ class Run:
         text = json.dumps(_json_safe(self.to_json()), separators=(",", ":"), allow_nan=False)
         fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=path.parent)
         try:
+            os.chmod(tmp, 0o666 & ~_umask())  # as open() would make it (mkstemp makes it 0600)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
                 f.flush()
@@ -284,6 +285,19 @@ class Run:
             Path(tmp).unlink(missing_ok=True)
             raise
         return path
+
+
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it for every thread
+    for a moment); 0o022 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 def _json_safe(v):
