@@ -34,6 +34,7 @@ sys.path.insert(0, {root!r})
 from caliper_vk.demos.digits import _data, _model
 use = {use!r}
 forward = {forward!r}
+max_fps = {max_fps!r}
 steps = {steps}
 x_np, y_np = _data()
 x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
@@ -42,15 +43,16 @@ opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
 gen = torch.Generator().manual_seed(0)
 if use:
     import caliper_vk as cv
-    s = cv.Session(window=False, size=(800, 600))
+    s = cv.Session(window=False, size=(800, 600), max_fps=max_fps)
     pts = cv.empty((len(x), 3))
     panel = s.attach(pts, "pointcloud", labels=y_np)
 times = []
 for step in range(steps):
     t0 = time.perf_counter()
     if use:
-        with torch.no_grad(), panel.writing():
-            pts.copy_(embed(x))
+        if s.due():  # the demo's loop: the embedding forward only when it will be drawn
+            with torch.no_grad(), panel.writing():
+                pts.copy_(embed(x))
         s.step()
     elif forward:
         with torch.no_grad():
@@ -61,7 +63,8 @@ for step in range(steps):
     times.append(time.perf_counter() - t0)
 out = dict(times=times[20:])
 if use:
-    st = s.status(); out.update(frames=st.frames, skipped=st.skipped, wait_ms=st.producer_wait_ms)
+    st = s.status()
+    out.update(frames=st.frames, skipped=st.skipped, held=st.held, wait_ms=st.producer_wait_ms)
     s.close()
 print(json.dumps(out))
 """
@@ -88,10 +91,10 @@ gen = torch.Generator().manual_seed(0)
 probe = probe_window(text, cfg.context)
 probe_ids = data.encode(probe)[None]
 n_lens = min(32, cfg.context)
-if variant == "caliper":  # what caliper_vk.demos.gpt.run attaches (offscreen, nothing saved)
+if variant.startswith("caliper"):  # what caliper_vk.demos.gpt.run attaches (offscreen, nothing saved)
     import caliper_vk as cv
     from caliper_vk.views import Curve
-    s = cv.Session(window=False, size=(1200, 860))
+    s = cv.Session(window=False, size=(1200, 860), max_fps=60 if variant == "caliper60" else None)
     attn = [cv.empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
     attn_panels = [s.attach(a, "images", normalize="tile", colormap="magma", name=f"attention L{{i + 1}}")
                    for i, a in enumerate(attn)]
@@ -99,18 +102,19 @@ if variant == "caliper":  # what caliper_vk.demos.gpt.run attaches (offscreen, n
     lens_panel = s.attach(lens, "textgrid", name="logit lens",
                           ids=np.zeros((cfg.n_layer + 1, n_lens), np.int64), vocab=data.vocab,
                           row_labels=[f"L{{i}}" for i in range(cfg.n_layer + 1)],
-                          col_labels=probe[:n_lens], margin_top=20)
+                          col_labels=probe[:n_lens])
     loss_view = Curve(smoothing=0.95)
     s.add(loss_view, name="loss (raw + EMA)")
 losses, times = [], []
 for step in range(steps + warmup):
     t0 = time.perf_counter()
-    if variant != "plain":  # the probe forward the demo draws: attention and the logit lens
+    drawing = variant.startswith("caliper") and s.due(step)  # as the demo: probe only what is drawn
+    if variant == "plain+forward" or drawing:  # the probe forward: attention and the logit lens
         net.eval()
         with torch.no_grad():
             _, residuals, attentions = net(probe_ids, trace=True)
             top, ids = logit_lens(net, residuals)
-    if variant == "caliper":
+    if drawing:
         for panel, buf, a in zip(attn_panels, attn, attentions):
             with panel.writing():
                 buf.copy_(a[0])
@@ -119,6 +123,7 @@ for step in range(steps + warmup):
         lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
         if losses:
             loss_view.set_data(np.asarray(losses, np.float32))
+    if variant.startswith("caliper"):
         s.step(step)
     net.train()
     x, y = data.batch(32, cfg.context, gen)
@@ -131,9 +136,10 @@ for step in range(steps + warmup):
     times.append(time.perf_counter() - t0)
 out = dict(times=times[warmup:], text=text_path.name, vocab=len(data.vocab),
            params=sum(p.numel() for p in net.parameters()))
-if variant == "caliper":
+if variant.startswith("caliper"):
     s.flush()
-    st = s.status(); out.update(frames=st.frames, skipped=st.skipped, wait_ms=st.producer_wait_ms)
+    st = s.status()
+    out.update(frames=st.frames, skipped=st.skipped, held=st.held, wait_ms=st.producer_wait_ms)
     s.close()
 print(json.dumps(out))
 """
@@ -148,18 +154,26 @@ def stats(xs) -> dict:
 def training_overhead(steps: int) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     res = {}
-    for name, use, forward in (("plain", False, False), ("plain+forward", False, True),
-                               ("caliper", True, True)):
-        code = TRAIN_CHILD.format(root=root, use=use, forward=forward, steps=steps)
+    for name, use, forward, max_fps in (("plain", False, False, None), ("plain+forward", False, True, None),
+                                        ("caliper", True, True, None), ("caliper60", True, True, 60)):
+        code = TRAIN_CHILD.format(root=root, use=use, forward=forward, steps=steps, max_fps=max_fps)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         res[name] = json.loads(out.stdout.strip().splitlines()[-1])
-    plain, cal = stats(res["plain"]["times"]), stats(res["caliper"]["times"])
-    fwd = stats(res["plain+forward"]["times"])
-    return {"plain": plain, "plain+forward": fwd, "caliper": cal,
-            "ratio": cal["median_ms"] / plain["median_ms"],
-            "ratio_vs_forward": cal["median_ms"] / fwd["median_ms"],
-            "frames": res["caliper"]["frames"], "skipped": res["caliper"]["skipped"],
-            "writer_wait_ms": res["caliper"]["wait_ms"]}
+    return _overhead(res)
+
+
+def _overhead(res: dict) -> dict:
+    """Medians, ratios and frame counts of the plain / plain+forward / caliper / caliper60 runs."""
+    plain, fwd = stats(res["plain"]["times"]), stats(res["plain+forward"]["times"])
+    out = {"plain": plain, "plain+forward": fwd}
+    for v, suffix in (("caliper", ""), ("caliper60", "_60fps")):
+        s = stats(res[v]["times"])
+        out[v] = s
+        out["ratio" + suffix] = s["median_ms"] / plain["median_ms"]
+        out["ratio_vs_forward" + suffix] = s["median_ms"] / fwd["median_ms"]
+        out["frames" + suffix], out["skipped" + suffix] = res[v]["frames"], res[v]["skipped"]
+        out["held" + suffix], out["writer_wait_ms" + suffix] = res[v]["held"], res[v]["wait_ms"]
+    return out
 
 
 def gpt_overhead(steps: int, warmup: int = 20) -> dict:
@@ -169,17 +183,12 @@ def gpt_overhead(steps: int, warmup: int = 20) -> dict:
     step). The demo's text samples (every 100 steps) are left out of all three."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     res = {}
-    for variant in ("plain", "plain+forward", "caliper"):
+    for variant in ("plain", "plain+forward", "caliper", "caliper60"):
         code = GPT_CHILD.format(root=root, variant=variant, steps=steps, warmup=warmup)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         res[variant] = json.loads(out.stdout.strip().splitlines()[-1])
-    plain, fwd, cal = (stats(res[v]["times"]) for v in ("plain", "plain+forward", "caliper"))
-    return {"plain": plain, "plain+forward": fwd, "caliper": cal,
-            "ratio": cal["median_ms"] / plain["median_ms"],
-            "ratio_vs_forward": cal["median_ms"] / fwd["median_ms"],
-            "frames": res["caliper"]["frames"], "skipped": res["caliper"]["skipped"],
-            "writer_wait_ms": res["caliper"]["wait_ms"], "text": res["plain"]["text"],
-            "vocab": res["plain"]["vocab"], "params": res["plain"]["params"], "warmup": warmup}
+    return {**_overhead(res), "text": res["plain"]["text"], "vocab": res["plain"]["vocab"],
+            "params": res["plain"]["params"], "warmup": warmup}
 
 
 def cpu_per_panel(counts, frames: int) -> dict:

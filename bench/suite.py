@@ -210,11 +210,12 @@ def render(res: dict) -> str:
             f"| plain | {t['plain']['median_ms']:.2f} |",
             f"| plain + the embedding forward of all 1,797 digits (what the demo draws) | "
             f"{t['plain+forward']['median_ms']:.2f} |",
-            f"| with `panel.writing()` + `step()` every step | {t['caliper']['median_ms']:.2f} |",
+            f"| with `panel.writing()` + `step()` every step, every frame it can draw (offscreen default) | "
+            f"{t['caliper']['median_ms']:.2f} |",
+            f"| the same, drawn at most 60 times a second (`max_fps=60`, a window's default) | "
+            f"{t['caliper60']['median_ms']:.2f} |",
             "",
-            f"Ratio {t['ratio']:.2f} against plain, {t['ratio_vs_forward']:.2f} against plain + forward; "
-            f"{t['frames']} frames drawn, {t['skipped']} skipped (previous frame still in flight), "
-            f"the writer waited {t['writer_wait_ms']:.2f} ms per write.",
+            *overhead_sentences(t),
         ]
     lines += gpt_overhead_lines(res.get("training_gpt", {}))
     lines += ["", "## Python CPU time per frame", "", "The calling thread's CPU time inside `step()` "
@@ -266,12 +267,27 @@ def gpt_overhead_lines(g: dict) -> list[str]:
         f"| plain (the training step) | {g['plain']['median_ms']:.2f} |",
         f"| plain + the probe forward the demo draws (attention of every layer, logit lens) | "
         f"{g['plain+forward']['median_ms']:.2f} |",
-        f"| with the demo's panels written under `panel.writing()` and `step()` every step | "
-        f"{g['caliper']['median_ms']:.2f} |",
+        f"| with the demo's panels written under `panel.writing()` and `step()` every step, every frame "
+        f"it can draw | {g['caliper']['median_ms']:.2f} |",
+        f"| the same, drawn at most 60 times a second (`max_fps=60`) | {g['caliper60']['median_ms']:.2f} |",
         "",
-        f"Ratio {g['ratio']:.2f} against plain, {g['ratio_vs_forward']:.2f} against plain + forward; "
-        f"{g['frames']} frames drawn, {g['skipped']} skipped, the writer waited {g['writer_wait_ms']:.2f} ms "
-        "per write. The demo's text samples (every 100 steps) are left out of all three.",
+        *overhead_sentences(g),
+        "The demo's text samples (every 100 steps) are left out of all of them.",
+    ]
+
+
+def overhead_sentences(t: dict) -> list[str]:
+    return [
+        f"Every frame: ratio {t['ratio']:.2f} against plain, {t['ratio_vs_forward']:.2f} against plain + "
+        f"forward; {t['frames']} frames drawn, {t['skipped']} skipped (previous frame still in flight), "
+        f"the writer waited {t['writer_wait_ms']:.2f} ms per write. At most 60 frames a second: ratio "
+        f"{t['ratio_60fps']:.2f} against plain, {t['ratio_vs_forward_60fps']:.2f} against plain + forward; "
+        f"{t['frames_60fps']} frames drawn, {t['held_60fps']} steps held by the limit, "
+        f"{t['skipped_60fps']} skipped.", "",
+        "On lavapipe the \"GPU\" is the same two cores the training runs on, so every frame drawn is "
+        "CPU time taken from training; on a machine with a GPU the frames run beside it. More frames "
+        "than a display shows are not seen by anyone, which is why a window draws at most 60 a second.",
+        "",
     ]
 
 
@@ -355,14 +371,19 @@ def targets(res: dict) -> list[str]:
         out.append(f"| {name} | {got:.1f} | {verdict} |")
     out.append(f"| Python CPU ≤ 150 µs per frame per panel | {cpu * 1000:.0f} µs (worst of 1/10/50 panels) | "
                + ("met" if cpu <= 0.150 else f"missed by {cpu / 0.150:.1f}×") + " |")
-    out.append(f"| digits loop slowed ≤ 10% with drawing every step | {100 * (tr - 1):.0f}% | "
+    tr60 = res["training"].get("ratio_60fps", float("nan"))
+    out.append(f"| digits loop slowed ≤ 10% with `step()` every step, at most 60 frames a second "
+               f"(a window's default) | {100 * (tr60 - 1):.0f}% | "
+               + ("met" if tr60 <= 1.10 else "missed") + " |")
+    out.append(f"| the same, drawing every frame it can (offscreen default) | {100 * (tr - 1):.0f}% | "
                + ("met" if tr <= 1.10 else "missed") + " |")
     out.append(f"| zero-copy adds 0 bytes of tensor copies | "
                f"{zc.get('vk_allocated_delta', 0) / 1e6:.1f} MB allocated for a 12 MB tensor | "
                + ("missed" if copies else "met") + " |")
-    g = res.get("training_gpt", {}).get("ratio", float("nan"))
-    out.append(f"| GPT loop slowed ≤ 10% with drawing every step | {100 * (g - 1):.0f}% | "
-               + ("met" if g <= 1.10 else "missed" if g == g else "not measured") + " |")
+    for label, key in (("at most 60 frames a second", "ratio_60fps"), ("every frame it can", "ratio")):
+        g = res.get("training_gpt", {}).get(key, float("nan"))
+        out.append(f"| GPT loop slowed ≤ 10% with `step()` every step, {label} | {100 * (g - 1):.0f}% | "
+                   + ("met" if g <= 1.10 else "missed" if g == g else "not measured") + " |")
     d = res.get("dashboard", {})
     for name, got, want, unit in (
             ("dashboard opens a 1M-step run < 2 s", d.get("open", {}).get("open_s", float("nan")), 2.0, "s"),

@@ -6,7 +6,7 @@ the run recorder in :mod:`caliper_vk.record`; the dashboard in
 :mod:`caliper_vk.dashboard`.
 """
 
-from .api import add, attach, empty, session, status, step
+from .api import add, attach, due, empty, session, status, step
 from .engine import Canvas
 from .exporters import ContractError
 from .record import Recorder, RunFileError, load_run, watch
@@ -18,5 +18,5 @@ from .views.custom import CustomPanel, check_panel
 __version__ = "0.1.0"
 __all__ = ["Canvas", "ContractError", "CustomPanel", "Heatmap", "Histogram", "Panel", "PointCloud", "Recorder",
            "RunFileError", "Session", "ShaderCompileError", "ShaderModule", "ShaderSignatureError", "Text",
-           "TextGrid", "__version__", "add", "attach", "check_panel", "empty", "load_run", "make_view",
+           "TextGrid", "__version__", "add", "attach", "check_panel", "due", "empty", "load_run", "make_view",
            "session", "status", "step", "watch"]

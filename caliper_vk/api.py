@@ -52,6 +52,14 @@ def step(step: int | None = None) -> bool:
     return _session.step(step)
 
 
+def due(step: int | None = None) -> bool:
+    """Whether the default session's next ``step()`` would draw: skip computing what is
+    only drawn when it would not be (see :meth:`Session.due`)."""
+    if _session is None:
+        return False
+    return _session.due(step)
+
+
 def status() -> Status:
     """The default session's status (device, each panel's path, frame time, skips)."""
     return session().status()

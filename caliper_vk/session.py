@@ -277,6 +277,8 @@ class Status:
     panels: list = field(default_factory=list)  # (name, path, reason)
     frames: int = 0
     skipped: int = 0
+    held: int = 0  # steps not drawn because of max_fps
+    max_fps: float | None = None
     step: int = 0
     frame_ms: float = 0.0  # submit → seen complete (an upper bound: completion is seen at a step)
     window: str = "headless"
@@ -300,6 +302,8 @@ class Status:
             parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
         parts.append(f"step {self.step}")
         parts.append(f"skipped {self.skipped}")
+        if self.max_fps:
+            parts.append(f"≤{self.max_fps:g} fps")
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
@@ -330,12 +334,20 @@ class Session:
         The write/read protocol (turn off only to see torn frames).
     title : str
         The window title.
+    max_fps : float, None or "auto"
+        Draw at most this many frames a second: a step() sooner than that after
+        the last frame draws nothing (counted as ``held``) and costs the training
+        loop next to nothing. ``"auto"``: 60 with a window (a display shows no
+        more), no limit offscreen. Frames due to be saved are never held.
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
-                 sync: bool = True, title: str = "Caliper", device=None):
+                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto"):
+        if not (max_fps is None or max_fps == "auto"
+                or (isinstance(max_fps, (int, float)) and not isinstance(max_fps, bool) and max_fps > 0)):
+            raise ValueError(f"max_fps must be a positive number, None (no limit) or 'auto', got {max_fps!r}")
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
         self.title = title
@@ -350,6 +362,8 @@ class Session:
             self.device = self.window.device
         else:
             self.device = device or default_device()
+        self.max_fps = (60.0 if self.window is not None else None) if max_fps == "auto" else max_fps
+        self.held = 0  # steps that drew nothing because the last frame was under 1/max_fps ago
         self.panels: list[Panel] = []
         self.status_bar = StatusBar()
         self.canvas: Canvas | None = None
@@ -587,6 +601,10 @@ class Session:
             return False
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
+        if (self.max_fps and not self._read_back_next and not self._save_due()
+                and time.perf_counter() - self._submit_time < 1.0 / self.max_fps):
+            self.held += 1  # drawn recently enough: this step costs training almost nothing
+            return False
         self._render_thread = threading.get_ident()
         if self.sync and any(p._writing for p in self.panels):
             for p in self.panels:
@@ -660,9 +678,34 @@ class Session:
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
         return True
 
-    def _save_due(self) -> bool:
+    def _save_due(self, step: int | None = None) -> bool:
+        step = self.step_count if step is None else step
         return (self.window is None and self.out_dir is not None and self.save_every > 0
-                and self.step_count % self.save_every == 0)
+                and step % self.save_every == 0)
+
+    def due(self, step: int | None = None) -> bool:
+        """Whether ``step(step)`` would draw a frame now. A loop can skip computing what it
+        only draws (a probe forward, a projection) when it would not be drawn:
+
+        >>> if session.due(step):           # doctest: +SKIP
+        ...     with panel.writing():
+        ...         emb.copy_(model.embed(x))
+        >>> session.step(step)              # doctest: +SKIP
+
+        False while the previous frame is still in flight, within ``1/max_fps`` of the
+        last frame, paused, after the window closed or drawing stopped; frames due to be
+        saved are always due.
+        """
+        step = self.step_count + 1 if step is None else int(step)
+        if self.failed or self.canvas is None or self.paused:
+            return False
+        if self.window is not None and (not self.window.alive or self._window_gone):
+            return False
+        if self._save_due(step):
+            return True
+        if self._inflight and not self.canvas.done():
+            return False
+        return not (self.max_fps and time.perf_counter() - self._submit_time < 1.0 / self.max_fps)
 
     def _handle(self, events) -> None:
         """Mouse and keys: drag rotates and the wheel zooms the point cloud under the
@@ -744,7 +787,8 @@ class Session:
             device=f"{info.name} ({info.kind})",
             panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason)
                     for p in self.panels],
-            frames=self.frames, skipped=self.skipped, step=self.step_count,
+            frames=self.frames, skipped=self.skipped, held=self.held, max_fps=self.max_fps,
+            step=self.step_count,
             frame_ms=1000 * float(np.median(times)) if times else 0.0,
             window=("window" if self.window and self.window.alive else
                     "display lost" if getattr(self.window, "lost", False) else

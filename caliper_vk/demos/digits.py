@@ -90,12 +90,14 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
     t_start = time.perf_counter()
     try:
         for step in range(steps + 1):
-            with torch.no_grad(), panel.writing():
-                points.copy_(embed(x))
+            snapshot_due = step % every == 0 or step == steps
+            if session.due(step) or snapshot_due:  # the forward is only for drawing: skip it otherwise
+                with torch.no_grad(), panel.writing():
+                    points.copy_(embed(x))
             if not windowed:
                 panel.view.set_camera(yaw_deg=35.0 + 0.5 * step)
             session.step(step)
-            if step % every == 0 or step == steps:
+            if snapshot_due:
                 snapshots.append((step, points.numpy().copy()))
             if step == steps:
                 break

@@ -114,23 +114,24 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     t_start = time.perf_counter()
     try:
         for step in range(steps + 1):
-            net.eval()
-            with torch.no_grad():
-                _, residuals, attentions = net(probe_ids, trace=True)
-                top, ids = logit_lens(net, residuals)
-            for panel, buf, a in zip(attn_panels, attn, attentions, strict=True):
-                with panel.writing():
-                    buf.copy_(a[0])
-            with lens_panel.writing():
-                lens.copy_(top[:, :n_lens])
-            lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
+            if session.due(step):  # the probe forward is only for drawing: skip it otherwise
+                net.eval()
+                with torch.no_grad():
+                    _, residuals, attentions = net(probe_ids, trace=True)
+                    top, ids = logit_lens(net, residuals)
+                for panel, buf, a in zip(attn_panels, attn, attentions, strict=True):
+                    with panel.writing():
+                        buf.copy_(a[0])
+                with lens_panel.writing():
+                    lens.copy_(top[:, :n_lens])
+                lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
             if step % sample_every == 0 or step == steps:
                 sample = data.decode(net.generate(prompt, sample_chars,
                                                   torch.Generator().manual_seed(seed + step)))
                 sample_log.append((step, sample))
                 loss_note = f", loss {losses[-1]:.2f}" if losses else ""
                 samples.append(compact(sample), header=f"-- step {step}{loss_note} --")
-            if losses:
+            if losses and session.due(step):
                 loss_view.set_data(np.asarray(losses, np.float32))
             session.step(step)
             if step == steps:
