@@ -168,7 +168,8 @@ def test_confusion_and_array_panels_over_several_frames(tmp_path):
                                          strict=True):
         i = step // 10 - 1
         fresh = (Dashboard._draw_view(Confusion(run.confusions["val/confusion"][i].matrix.astype(np.float32),
-                                                normalize="row"), 160, 160) if kind == "c" else
+                                                normalize="row"), image.shape[1], image.shape[0])
+                 if kind == "c" else
                  Dashboard._draw_view(Images(run.arrays["act"][i].array.astype(np.float32), normalize="tile",
                                              colormap="RdBu_r", value_range="symmetric"), *image.shape[:2]))
         assert np.array_equal(image, fresh)  # a kept canvas draws what a new one would

@@ -269,7 +269,7 @@ class Dashboard:
     # colour is the background's: the same pixels, one layer instead of two or three.
     BAND_FRAMES = True
 
-    def _begin_plot(self, name: str, size) -> bool:
+    def _begin_plot(self, name: str, size, flags: int = 0) -> bool:
         band = self.BAND_FRAMES and imgui.get_style().frame_rounding == 0
         if band:
             dl = imgui.get_window_draw_list()
@@ -280,7 +280,7 @@ class Dashboard:
                       _implot_color(implot.Col_.plot_bg, imgui.Col_.window_bg)]
             implot.push_style_color(implot.Col_.frame_bg, clear)
             implot.push_style_color(implot.Col_.plot_bg, clear)
-        opened = implot.begin_plot(name, size)
+        opened = implot.begin_plot(name, size, flags)
         if band and not opened:
             implot.pop_style_color(2)
             dl.channels_merge()
@@ -584,20 +584,39 @@ class Dashboard:
         from ..views import Confusion
 
         key = panel.keys[0]
-        imgui.text_wrapped(panel.title + " — row-normalised; rows: true class, columns: predicted")
-        for k, run in self._runs_with("confusions", key):
+        imgui.text_wrapped(panel.title + " — colour: share of the row, text: count; rows: true class, "
+                           "columns: predicted; the lines' colours are the classes")
+        readings = [(k, run, *model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor))
+                    for k, run in self._runs_with("confusions", key)]
+        framed = [r for r in readings if r[2] is not None]
+        missing: dict[str, list[str]] = {}
+        for _, run, f, text in readings:
+            if f is None:
+                missing.setdefault(text.split(" (")[0], []).append(run.name)
+        if missing:  # runs with no matrix at the cursor take one line, not a column each
+            imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
+            imgui.text_wrapped("; ".join(f"{why}: {', '.join(names)}" for why, names in missing.items()))
+            imgui.pop_style_color()
+        # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
+        # wide as three-digit counts need, when there is room (the view writes them when they fit)
+        share = 0.6 * imgui.get_content_region_avail().x / max(1, len(framed)) - 8
+        for k, run, f, text in framed:
             imgui.begin_group()
-            f, text = model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor)
+            w = int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share)))
+            imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + w)
             imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
-            if f is not None:
-                tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
-                                         f.matrix.astype(np.float32), 160, 160)
-                imgui.image(tex, imgui.ImVec2(*tex.size))
+            imgui.pop_text_wrap_pos()
+            h = min(PANEL_HEIGHT - 60, w)
+            tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
+                                     f.matrix.astype(np.float32), w, h)
+            imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
             imgui.same_line()
         steps_axis = model.AXIS_LABELS[self.axis]
-        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20)):
-            implot.setup_axes(steps_axis, "recall (—) / precision (- -)", 0, 0)
+        # one line per class and run: a legend of them all would cover the plot; the colours are
+        # the classes' (as in the matrix's order), and the axis label says which line is which
+        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
+            implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
             for run in self.runs:
                 steps, recall, precision, names = run.recall_precision(key)
