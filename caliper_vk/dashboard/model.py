@@ -154,13 +154,9 @@ def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object |
 def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
     """Exponential moving average drawn *beside* the raw trace (alpha: weight of the history,
     0 = none). NaN samples are skipped, not propagated; they stay gaps in the raw trace."""
-    out = np.empty(len(values), dtype=np.float64)
-    acc = None
-    for i, v in enumerate(values):
-        if np.isfinite(v):
-            acc = v if acc is None else alpha * acc + (1 - alpha) * v
-        out[i] = np.nan if acc is None else acc
-    return out
+    from ..smoothing import ema
+
+    return ema(values, alpha, gaps="hold")
 
 
 def reduce_columns(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: int):

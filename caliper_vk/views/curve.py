@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import chrome
+from .. import chrome, smoothing
 from .._arrays import as_float32
 from . import _exact
 from ._base import RangedView, lut_scale, pipeline, resolve_range
@@ -32,15 +32,7 @@ SMOOTH_COLOR = (255, 127, 14, 255)
 
 def ema(values: np.ndarray, alpha: float) -> np.ndarray:
     """Exponential moving average skipping non-finite samples (they stay non-finite)."""
-    out = np.empty(values.shape, np.float64)
-    acc = None
-    for i, v in enumerate(values.astype(np.float64)):
-        if np.isfinite(v):
-            acc = v if acc is None else alpha * acc + (1 - alpha) * v
-            out[i] = acc
-        else:
-            out[i] = np.nan
-    return out.astype(F32)
+    return smoothing.ema(values.reshape(-1), alpha).astype(F32).reshape(values.shape)
 
 
 class Curve(RangedView):
