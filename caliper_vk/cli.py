@@ -189,7 +189,7 @@ def cmd_view(args) -> int:
         if r.problems:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
-                   hist_mode=args.histograms, panels=["*"] if args.all else args.panel)
+                   hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y)
     if args.png or not display_available():
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
@@ -266,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoothing", type=float, default=0.0,
                    help="EMA weight in [0, 1) for a smoothed line beside each raw trace")
     p.add_argument("--columns", type=int, default=2, help="panels per row (default 2)")
+    p.add_argument("--log-y", action="store_true",
+                   help="loss panels on a logarithmic y axis (each panel also has a 'log y' toggle)")
     p.add_argument("--histograms", default="overlay", choices=["overlay", "offset", "time"],
                    help="histogram panels: overlay (fading by age), offset, or over time")
     p.set_defaults(func=cmd_view)

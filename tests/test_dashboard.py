@@ -291,3 +291,20 @@ def test_plot_frames_drawn_as_bands_give_the_same_pixels(tmp_path, monkeypatch, 
             dash.close()
     assert np.array_equal(images[0], images[1])
     assert len(np.unique(images[1].reshape(-1, 4), axis=0)) > 50
+
+
+def test_log_y_starts_on_the_loss_panels_and_changes_the_drawing(tmp_path):
+    from caliper_vk.dashboard.app import Dashboard
+
+    run = _long_run(5000)
+    frames, chosen = [], []
+    for log_y in (False, True):  # one dashboard (one Dear ImGui context) at a time
+        dash = Dashboard([run], size=(800, 500), panels=["loss"], columns=1, log_y=log_y)
+        try:
+            loss = {i for i, p in enumerate(dash.panels) if p.options.get("group") == "loss"}
+            chosen.append((dash.log_y, loss))
+            frames.append(dash.render())
+        finally:
+            dash.close()
+    assert chosen[0][0] == set() and chosen[1][0] == chosen[1][1] and chosen[1][1]
+    assert not np.array_equal(*frames)  # the y axis is another one

@@ -57,7 +57,7 @@ class Dashboard:
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
-                 columns: int = 2, history: int = 6, hist_mode: str = "overlay"):
+                 columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         if axis not in model.AXES:
@@ -85,6 +85,9 @@ class Dashboard:
         self.history = max(1, int(history))
         self.hist_mode = hist_mode
         self.panels = model.default_panels(runs)
+        # scalar panels with a logarithmic y axis (toggled per panel); log_y starts the loss panels so
+        self.log_y = {i for i, p in enumerate(self.panels)
+                      if log_y and p.kind == "scalar" and p.options.get("group") == "loss"}
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
@@ -329,6 +332,10 @@ class Dashboard:
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
+        imgui.same_line()
+        changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
+        if changed:
+            (self.log_y.add if log else self.log_y.discard)(index)
         span = None
         if index not in self._limits:  # a new plot, or a new x axis: show every sample
             span = self._x_span(panel)
@@ -338,6 +345,8 @@ class Dashboard:
                 implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
         if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
+            if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
+                implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
             implot.setup_legend(implot.Location_.north_east)
             spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
             # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
