@@ -298,7 +298,7 @@ def test_log_y_starts_on_the_loss_panels_and_changes_the_drawing(tmp_path):
 
     run = _long_run(5000)
     frames, chosen = [], []
-    for log_y in (False, True):  # one dashboard (one Dear ImGui context) at a time
+    for log_y in (False, True):
         dash = Dashboard([run], size=(800, 500), panels=["loss"], columns=1, log_y=log_y)
         try:
             loss = {i for i, p in enumerate(dash.panels) if p.options.get("group") == "loss"}

@@ -72,6 +72,22 @@ def test_dashboard_frame_is_reproducible_and_drawn(artifacts):
         assert (a[..., :3] == color).all(axis=2).any()
 
 
+def test_two_renderers_alive_at_once_each_draw_and_write_no_ini(tmp_path, monkeypatch):
+    """Dear ImGui's CreateContext keeps the previous context current when there is one: the
+    second renderer's settings once landed on the first's context (its frames then failed
+    with 'font atlas is not built', and it wrote imgui.ini into the working directory)."""
+    monkeypatch.chdir(tmp_path)
+    steps = np.arange(200, dtype=np.float64)
+    loss = np.exp(-steps / 50)
+    weights = np.zeros((4, 4, 3), np.uint8)
+    with ImGuiRenderer(size=(320, 240)) as first, ImGuiRenderer(size=(320, 240)) as second:
+        shots = [frames(ui, dashboard(ui.add_texture(weights), steps, loss), n=3)
+                 for ui in (first, second, first)]
+    assert_same_image(shots[1], shots[0], tmp_path / "diff")
+    assert_same_image(shots[2], shots[0], tmp_path / "diff2")
+    assert not (tmp_path / "imgui.ini").exists()
+
+
 def test_filled_rectangles_exact_and_blended():
     def build():
         dl = imgui.get_foreground_draw_list()

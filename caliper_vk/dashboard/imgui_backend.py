@@ -180,7 +180,12 @@ class ImGuiRenderer:
             raise ValueError("a windowed renderer draws with the window's device; leave device= unset")
         self.window = window
         self._ctx = imgui.create_context()
+        # CreateContext makes the new context current only when there was none: with another
+        # renderer alive, the settings below would land on *its* context (and this one would
+        # keep writing imgui.ini and lack the texture backend). Make ours current first.
+        imgui.set_current_context(self._ctx)
         self._plot_ctx = implot.create_context()
+        implot.set_current_context(self._plot_ctx)
         self._textures: dict[int, Texture] = {}  # imgui-made and user textures, by id
         self._user: set[UITexture] = set()
         self._last_time: float | None = None
