@@ -601,8 +601,7 @@ class Session:
             return False
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
-        if (self.max_fps and not self._read_back_next and not self._save_due()
-                and time.perf_counter() - self._submit_time < 1.0 / self.max_fps):
+        if not self._read_back_next and not self._save_due() and self._within_frame_interval():
             self.held += 1  # drawn recently enough: this step costs training almost nothing
             return False
         self._render_thread = threading.get_ident()
@@ -705,7 +704,11 @@ class Session:
             return True
         if self._inflight and not self.canvas.done():
             return False
-        return not (self.max_fps and time.perf_counter() - self._submit_time < 1.0 / self.max_fps)
+        return not self._within_frame_interval()
+
+    def _within_frame_interval(self) -> bool:
+        """True when the last frame was submitted less than ``1/max_fps`` ago."""
+        return bool(self.max_fps) and time.perf_counter() - self._submit_time < 1.0 / self.max_fps
 
     def _handle(self, events) -> None:
         """Mouse and keys: drag rotates and the wheel zooms the point cloud under the

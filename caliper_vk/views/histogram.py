@@ -234,9 +234,9 @@ class Histogram(RangedView):
         history = self._frame_history
         maxc = int(max(counts.max(initial=0), history.max(initial=0)))
 
-        def bar_height(c):
+        def bar_height(c, h=height):
             c = np.asarray(c, np.uint64)
-            return np.zeros(c.shape, np.uint64) if maxc == 0 else (c * height + maxc - 1) // maxc
+            return np.zeros(c.shape, np.uint64) if maxc == 0 else (c * h + maxc - 1) // maxc
 
         col = (np.arange(width, dtype=np.uint64) * self.bins // width).astype(np.int64)
         up = (height - 1 - np.arange(height, dtype=np.uint64))[:, None]
@@ -245,15 +245,10 @@ class Histogram(RangedView):
         d = self.offset_px(height, k_count)
         if d:  # offset layout: nearer steps in front, each on its own raised baseline
             hb = height - k_count * d
-
-            def scaled(c):
-                c = np.asarray(c, np.uint64)
-                return np.zeros(c.shape, np.uint64) if maxc == 0 else (c * hb + maxc - 1) // maxc
-
             out = np.full((height, width), bg, np.uint32)
             for k in range(k_count, 0, -1):
                 base = np.uint64(k * d)
-                top = scaled(history[k - 1][col])[None, :]
+                top = bar_height(history[k - 1][col], hb)[None, :]
                 rel = up - np.minimum(up, base)
                 inside = (up >= base) & (rel < top)
                 alpha = 256 - (k * 200) // (k_count + 1)
@@ -261,7 +256,8 @@ class Histogram(RangedView):
                 colour = np.where(rel + 1 == top, np.uint32(_mix(bg, old, alpha)),
                                   np.uint32(_mix(bg, old, alpha >> 1)))
                 out = np.where(inside, colour, out)
-            out = np.where(up < scaled(counts[col])[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)), out)
+            out = np.where(up < bar_height(counts[col], hb)[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)),
+                           out)
             return _exact.unpack_rgba(out.astype(np.uint32)), stats
         out = np.where(up < bar_height(counts[col])[None, :], np.uint32(_exact.pack_rgba(BAR_COLOR)),
                        np.uint32(bg)).astype(np.uint32)
