@@ -3,7 +3,8 @@
 Oracles: saved snapshots are re-evaluated independently (validation loss,
 hidden states, kernels, feature maps must match what the run recorded at that
 step); the sweep claims are checked on the recorded values; regeneration is
-compared value by value with the bundled file.
+compared bit for bit with a second regeneration on the same machine, and within a
+stated tolerance with the bundled file (recorded on another CPU).
 """
 
 from __future__ import annotations
@@ -144,16 +145,32 @@ def test_sweep_shows_stuck_narrow_overfit_and_large_rate(runs):
     assert big.metrics["train/loss"].value.max() > 100  # the rate really is large: the loss spikes
 
 
+def _regenerate(out_dir):
+    return subprocess.Popen([sys.executable, "-m", "caliper_vk.runs", "--only", "digits_mlp", "--epochs", "2",
+                             "--out", str(out_dir), "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+# How far a regeneration on another machine may drift from the bundled values. The bundled
+# runs were recorded on one CPU; another CPU model (or another torch build) takes other
+# vectorised kernels and rounds differently from the first step on: seen in the 8th digit
+# after 2 epochs (act/std/relu1: 0.30470183540429824 recorded vs 0.3047018407044612 on
+# another Intel model with the same torch and cpu_capability).
+BUNDLED_RTOL, BUNDLED_ATOL = 1e-4, 1e-7
+
+
 def test_regenerating_gives_the_bundled_values(runs, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "caliper_vk.runs", "--only", "digits_mlp", "--epochs", "2",
-                          "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "digits_mlp" in out.stdout and "complete" in out.stdout
-    new, old = load_run(tmp_path / "digits_mlp"), runs["digits_mlp"]
-    host = old.meta["host"]
-    same_env = (host["torch"], host["cpu_capability"]) == (torch.__version__,
-                                                          torch.backends.cpu.get_cpu_capability())
-    assert new.config == old.config
+    """Two regenerations on this machine agree bit for bit (determinism is ours to keep);
+    each agrees with the bundled run within a stated tolerance (bit equality across CPU
+    models is not: torch's training arithmetic is not ours to make exact)."""
+    procs = [_regenerate(tmp_path / name) for name in ("a", "b")]  # side by side: 2 cores
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0, stderr
+        assert "digits_mlp" in stdout and "complete" in stdout
+    new, again = (load_run(tmp_path / name / "digits_mlp") for name in ("a", "b"))
+    old = runs["digits_mlp"]
+    assert new.config == old.config == again.config
     last = int(new.progress_step[-1])
     assert last == 2 * old.meta["steps_per_epoch"]
     names = [k for k in new.metrics if not k.startswith(MACHINE)]
@@ -161,10 +178,12 @@ def test_regenerating_gives_the_bundled_values(runs, tmp_path):
     for k in names:
         keep = old.metrics[k].step <= last
         np.testing.assert_array_equal(new.metrics[k].step, old.metrics[k].step[keep])
-        if same_env:  # bit-identical; another CPU or torch rounds differently, close at first
-            np.testing.assert_array_equal(new.metrics[k].value, old.metrics[k].value[keep], err_msg=k)
-        else:
-            np.testing.assert_allclose(new.metrics[k].value, old.metrics[k].value[keep], rtol=1e-4, err_msg=k)
+        np.testing.assert_array_equal(new.metrics[k].value, again.metrics[k].value, err_msg=k)
+        np.testing.assert_allclose(new.metrics[k].value, old.metrics[k].value[keep], rtol=BUNDLED_RTOL,
+                                   atol=BUNDLED_ATOL, err_msg=k)
+    for k, frames in new.arrays.items():
+        for fa, fb in zip(frames, again.arrays[k], strict=True):
+            np.testing.assert_array_equal(fa.array, fb.array, err_msg=k)
 
 
 def test_two_runs_in_one_environment_are_bit_identical(tmp_path):
