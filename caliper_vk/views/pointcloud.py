@@ -1,13 +1,24 @@
 """The point-cloud view: N x 3 (or N x 2) positions as round points.
 
-GPU passes (engine/shaders/pointcloud_*.comp): clear a 64-bit depth buffer,
-splat every point's footprint with ``atomicMin((orderable(-depth) << 32) |
-index)`` (order-independent: the nearest point wins, ties go to the lower
-index), then colour each won pixel from its winner, darkened with distance.
-That last pass runs one of two ways with the same bytes: per pixel over the
+GPU passes (engine/shaders/pointcloud_*.comp): clear a 32-bit key buffer, splat
+every point's footprint with ``atomicMin(level << 9 | colour)``, where ``level``
+is the point's depth quantised to 2**23 levels over the fitted depth range (0 =
+nearest) and ``colour`` its index in the colour table (palette entry of its
+label, colormap entry of its value, or a fixed colour), then colour each won
+pixel from its key alone, darkened with distance. Only 32-bit atomics: MoltenVK
+cannot expose 64-bit ones (MoltenVK issue 1692), and the splat is the frame's
+cost, which a 32-bit atomic halves on lavapipe.
+
+Order independence and occlusion: the smallest key wins whatever order the
+invocations run in; a nearer point hides a farther one whenever their depths
+differ by more than one level (1/8,388,607 of the fitted depth range); points
+whose depths fall in one level resolve to the lower colour index, and since the
+colour is a function of the key, any point of such a tie gives the same pixel.
+
+The colour pass runs one of two ways with the same bytes: per pixel over the
 whole panel (``pointcloud_resolve``), or, when the points cover well under
 the panel's pixels, per point (``pointcloud_paint``: each point stores its
-colour where it won, over a background copied in by a transfer), so a small
+colour where its key won, over a background copied in by a transfer), so a small
 cloud does not pay for every pixel of a large panel.
 :meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
 
@@ -34,13 +45,19 @@ from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 F32 = np.float32
 # Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
 (PC_N, PC_DIM, PC_W, PC_H, PC_SIZE, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
-PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_ZSCALE, PC_VLO, PC_VSCALE = (
+PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_DSCALE, PC_VLO, PC_VSCALE = (
     11, 20, 21, 22, 23, 24, 25, 26, 27)
-PC_RECT_X, PC_RECT_Y, PC_BG, PC_COLOR, PC_NAN_COLOR, PC_UNLABELLED, PC_BASE, PC_DTYPE = range(28, 36)
-N_PARAMS = 36
+PC_RECT_X, PC_RECT_Y, PC_BG, PC_BASE, PC_DTYPE = range(28, 33)
+N_PARAMS = 36  # 9 uvec4s; words 33-35 pad the uniform block
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = 0, 1, 2
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 NO_LABEL = 0xFFFFFFFF  # a negative label: drawn grey
+# The 32-bit depth key and the colour table (pointcloud_params.glsl).
+KEY_COLOR_BITS, KEY_DEPTH_BITS = 9, 23
+KEY_COLOR_MASK = np.uint32((1 << KEY_COLOR_BITS) - 1)
+DEPTH_MAX = (1 << KEY_DEPTH_BITS) - 1
+EMPTY = np.uint32(0xFFFFFFFF)
+PALETTE_BASE, PALETTE_MAX = 256, 252
+COLOR_NAN, COLOR_UNLABELLED, COLOR_UNIFORM, COLOR_TABLE_SIZE = 508, 509, 510, 512
 
 BACKGROUND = (22, 22, 26, 255)
 POINT_COLOR = (236, 236, 236, 255)
@@ -62,9 +79,16 @@ def footprint(size_px: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _packed(background: tuple, color: tuple) -> tuple:
-    """The colour words PC_BG .. PC_UNLABELLED (the parameters are rebuilt every frame)."""
-    return tuple(_exact.pack_rgba(c) for c in (background, color, NAN_COLOR, UNLABELLED))
+def _packed(background: tuple) -> int:
+    """The PC_BG word (the parameters are rebuilt every frame)."""
+    return _exact.pack_rgba(background)
+
+
+def key_shade(keys: np.ndarray) -> np.ndarray:
+    """256 (nearest) down to 156 (farthest) from the depth level in a key's high bits
+    (``key_shade`` in pointcloud_color.glsl)."""
+    level = np.asarray(keys, np.uint32) >> np.uint32(KEY_COLOR_BITS)
+    return np.uint32(256) - ((level * np.uint32(101)) >> np.uint32(KEY_DEPTH_BITS))
 
 
 def _ftz32(v: float) -> float:
@@ -134,6 +158,8 @@ class PointCloud(ViewBase):
         super().__init__()
         self._lut = colormaps.lut(colormap)
         self._palette = colormaps.palette(palette)
+        if len(self._palette) > PALETTE_MAX:  # the key's colour bits hold the table index
+            raise ValueError(f"palette {palette!r} has {len(self._palette)} colours; at most {PALETTE_MAX}")
         self._foot = footprint(point_size_px)
         self.point_size_px = int(point_size_px)
         resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here, not at draw time
@@ -283,14 +309,35 @@ class PointCloud(ViewBase):
         f[PC_CX:PC_CZ + 1] = center
         f[PC_R0:PC_R0 + 9] = rotation(yaw, pitch).reshape(-1)
         f[PC_SCALE:PC_VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
-                                     100.0 / (2 * radius), vlo, vscale)
+                                     DEPTH_MAX / (2 * radius), vlo, vscale)
         p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
-        p[PC_BG:PC_UNLABELLED + 1] = _packed(tuple(self.background), tuple(self.color))
+        p[PC_BG] = _packed(tuple(self.background))
         p[PC_BASE], p[PC_DTYPE] = base, dtype
         return p
 
     def _colors(self) -> np.ndarray:
-        return np.concatenate([self._lut, self._palette]).astype(np.uint32)
+        """The colour table a key's low bits index (layout in pointcloud_params.glsl)."""
+        table = np.zeros(COLOR_TABLE_SIZE, np.uint32)
+        table[:256] = self._lut
+        table[PALETTE_BASE:PALETTE_BASE + len(self._palette)] = self._palette
+        table[[COLOR_NAN, COLOR_UNLABELLED, COLOR_UNIFORM]] = [
+            _exact.pack_rgba(c) for c in (NAN_COLOR, UNLABELLED, self.color)]
+        return table
+
+    def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The colour-table indices of the points ``idx`` (``color_index`` in
+        pointcloud_color.glsl) under the parameter block ``p``."""
+        if self.labels is not None:
+            lab = self.labels[idx]
+            return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
+                            np.uint32(PALETTE_BASE) + lab % np.uint32(len(self._palette))).astype(np.uint32)
+        if self.values is not None:
+            v = self.values[idx]
+            ok = _exact.classify(v) == _exact.FINITE
+            lo, scale = np.uint32(p[PC_VLO]).view(F32), np.uint32(p[PC_VSCALE]).view(F32)
+            li = _exact.lut_index(_exact.ftz(np.where(ok, v, F32(0))), lo, scale, 255)
+            return np.where(ok, li, np.uint32(COLOR_NAN)).astype(np.uint32)
+        return np.full(len(idx), COLOR_UNIFORM, np.uint32)
 
     # -- drawable protocol ----------------------------------------------------------------
     def legend(self) -> list:
@@ -332,7 +379,7 @@ class PointCloud(ViewBase):
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
-        self._buffer("depth", r.width * r.height * 8, host_visible=False)
+        self._buffer("depth", r.width * r.height * 4, host_visible=False)
         self._buffer("stats", 16)
         if getattr(self, "_recorded", None) != (n, self.per_point(n)):
             self.stale = True
@@ -344,15 +391,15 @@ class PointCloud(ViewBase):
         self._drop_sets()
         n = self.source.shape[0]
         per_point = self.per_point(n)
-        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 4).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"]])
+        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 5).bind(
+            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"], b["labels"]])
         if per_point:
             color = pipeline(self.device, "pointcloud_paint", ["uniform"] + ["buffer"] * 5 + ["image"]).bind(
                 [b["params"], self._bound["positions"], b["depth"], b["labels"], b["values"], b["colors"],
                  self.target])
         else:
-            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 4 + ["image"]).bind(
-                [b["params"], b["depth"], b["labels"], b["values"], b["colors"], self.target])
+            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
+                [b["params"], b["depth"], b["colors"], self.target])
         self._sets = [splat, color]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
@@ -404,7 +451,7 @@ class PointCloud(ViewBase):
                  "nonfinite_values": 0, "drawn": 0}
         if self.values is not None:
             stats["nonfinite_values"] = int((finite & (_exact.classify(self.values) != 0)).sum())
-        idx = np.nonzero(finite)[0].astype(np.uint64)
+        idx = np.nonzero(finite)[0]
         x, y, z = x[finite], y[finite], z[finite]
         ftz = _exact.ftz
         with np.errstate(all="ignore"):
@@ -420,30 +467,16 @@ class PointCloud(ViewBase):
         inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
         stats["offscreen"] = int((~inside).sum())
         stats["drawn"] = int(inside.sum())
-        key = (_exact.orderable(ftz(-q[2])).astype(np.uint64) << np.uint64(32)) | idx
+        level = _exact.lut_index(ftz(-q[2]), f(PC_ZMIN), f(PC_DSCALE), DEPTH_MAX)
+        key = (level << np.uint32(KEY_COLOR_BITS)) | self.color_index(idx, p)
         key, ix, iy = key[near], ix[near], iy[near]
-        depth = np.full(width * height, EMPTY, np.uint64)
+        depth = np.full(width * height, EMPTY, np.uint32)
         for dxo, dyo in self._foot:
             px, py = ix + dxo, iy + dyo
             ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
             np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
         colors = np.full(width * height, p[PC_BG], np.uint32)
         hit = depth != EMPTY
-        win = (depth[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        mode = p[PC_MODE]
-        if mode == MODE_LABELS:
-            lab = self.labels[win]
-            c = np.where(lab == 0xFFFFFFFF, p[PC_UNLABELLED],
-                         self._palette[lab % np.uint32(len(self._palette))])
-        elif mode == MODE_VALUES:
-            v = self.values[win]
-            ok = _exact.classify(v) == _exact.FINITE
-            li = _exact.lut_index(ftz(np.where(ok, v, F32(0))), f(PC_VLO), f(PC_VSCALE), 255)
-            c = np.where(ok, self._lut[li], p[PC_NAN_COLOR])
-        else:
-            c = np.full(win.shape, p[PC_COLOR], np.uint32)
-        nearest = _exact.from_orderable((depth[hit] >> np.uint64(32)).astype(np.uint32))
-        with np.errstate(all="ignore"):
-            shade = 156 + _exact.lut_index(ftz(-nearest), f(PC_ZMIN), f(PC_ZSCALE), 100)
-        colors[hit] = _exact.shade_rgba(c, shade)
+        won = depth[hit]
+        colors[hit] = _exact.shade_rgba(self._colors()[won & KEY_COLOR_MASK], key_shade(won))
         return _exact.unpack_rgba(colors).reshape(height, width, 4), stats

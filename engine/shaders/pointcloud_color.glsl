@@ -1,24 +1,34 @@
-// The colour of a pixel whose winning depth key is d (not EMPTY): the winner's
-// uniform, label or value colour, darkened with its distance. Shared by the
-// per-pixel resolve and the per-point paint passes. Needs P(), labels[],
-// values[] and colors[].
+// The point cloud's 32-bit depth keys (layout in pointcloud_params.glsl).
+//
+// color_index(i): point i's colour as an index into colors[] — its label's palette
+// entry, its value's colormap entry, or a fixed colour. Needs P(), labels[], values[].
+// key_color(key): the pixel colour of a winning key: the table colour darkened with
+// distance (integer shade from the depth level). Needs P() and colors[].
+// The splat, the per-point paint and the per-pixel resolve all use these.
 
-uint point_color(uint64_t d) {
-    uint i = uint(d & 0xFFFFFFFFul);
+#ifdef POINT_INPUTS
+uint color_index(uint i) {
     uint mode = P(PC_MODE);
-    uint c;
     if (mode == MODE_LABELS) {
         uint label = labels[i];
-        c = label == 0xFFFFFFFFu ? P(PC_UNLABELLED) : colors[LUT_SIZE + label % P(PC_NPAL)];
-    } else if (mode == MODE_VALUES) {
-        float v = values[i];
-        c = classify(v) == CLASS_FINITE
-            ? colors[lut_index(ftz(v), f(PC_VLO), f(PC_VSCALE), LUT_SIZE - 1u)]
-            : P(PC_NAN_COLOR);
-    } else {
-        c = P(PC_COLOR);
+        return label == 0xFFFFFFFFu ? COLOR_UNLABELLED : PALETTE_BASE + label % P(PC_NPAL);
     }
-    float near = from_orderable(uint(d >> 32));  // -depth of the winner
-    uint shade = 156u + lut_index(ftz(-near), f(PC_ZMIN), f(PC_ZSCALE), 100u);
-    return shade_rgba(c, shade);
+    if (mode == MODE_VALUES) {
+        float v = values[i];
+        return classify(v) == CLASS_FINITE ? lut_index(ftz(v), f(PC_VLO), f(PC_VSCALE), LUT_SIZE - 1u)
+                                           : COLOR_NAN;
+    }
+    return COLOR_UNIFORM;
 }
+#endif
+
+// 256 (nearest) down to 156 (farthest): (level * 101) >> 23 is 0..100 with no division.
+uint key_shade(uint key) {
+    return 256u - (((key >> KEY_COLOR_BITS) * 101u) >> KEY_DEPTH_BITS);
+}
+
+#ifdef POINT_COLORS
+uint key_color(uint key) {
+    return shade_rgba(colors[key & KEY_COLOR_MASK], key_shade(key));
+}
+#endif

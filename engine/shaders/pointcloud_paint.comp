@@ -1,18 +1,17 @@
 #version 450
-// Point cloud, pass 2 (small clouds): one invocation per point projects it
-// again (pointcloud_project.glsl: the splat's own arithmetic, so the same key)
-// and stores its colour into each pixel of its footprint that it won. Each
-// pixel has one winner, so every covered pixel is written exactly once, with
-// the colour the per-pixel resolve would give it; the panel's background was
+// Point cloud, pass 2 (small clouds): one invocation per point projects it again
+// (pointcloud_project.glsl: the splat's own arithmetic, so the same key) and stores its
+// colour into each pixel of its footprint whose key equals its own. The colour is a
+// function of the key alone, so every point that matches a pixel stores the same colour
+// there: the colour the per-pixel resolve would give it; the panel's background was
 // copied in beforehand. The work follows the points, not the panel's area.
-#extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) readonly buffer Depth { uint64_t depth[]; };
+layout(std430, binding = 2) readonly buffer Depth { uint depth[]; };
 layout(std430, binding = 3) readonly buffer Labels { uint labels[]; };
 layout(std430, binding = 4) readonly buffer Values { float values[]; };
 layout(std430, binding = 5) readonly buffer Colors { uint colors[]; };
@@ -20,30 +19,27 @@ layout(rgba8ui, binding = 6) uniform writeonly uimage2D target;
 
 #define INPUT pos
 #include "input.glsl"
-#include "pointcloud_project.glsl"
+#define POINT_INPUTS
+#define POINT_COLORS
 #include "pointcloud_color.glsl"
+#include "pointcloud_project.glsl"
 
 void main() {
     uint i = linear_invocation();
     if (i >= P(PC_N)) return;
-    uint64_t key;
+    uint key;
     int ix, iy;
     if (project(i, key, ix, iy) != PROJ_NEAR) return;
     int w = int(P(PC_W));
     int h = int(P(PC_H));
     int rx = int(P(PC_RECT_X));
     int ry = int(P(PC_RECT_Y));
-    bool colored = false;
-    uvec4 rgba = uvec4(0u);
+    uvec4 rgba = unpack_rgba(key_color(key));
     for (int dy = foot_lo(); dy <= foot_hi(); ++dy) for (int dx = foot_lo(); dx <= foot_hi(); ++dx) {
         if (!in_footprint(dx, dy)) continue;
         int px = ix + dx;
         int py = iy + dy;
         if (px >= 0 && px < w && py >= 0 && py < h && depth[uint(py) * uint(w) + uint(px)] == key) {
-            if (!colored) {
-                rgba = unpack_rgba(point_color(key));
-                colored = true;
-            }
             imageStore(target, ivec2(rx + px, ry + py), rgba);
         }
     }

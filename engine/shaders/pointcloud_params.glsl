@@ -24,29 +24,46 @@
 #define PC_NSCALE 21
 #define PC_OX 22
 #define PC_OY 23
-#define PC_ZMIN 24
-#define PC_ZSCALE 25
+#define PC_ZMIN 24    // the nearest depth of the fit, as -depth (quantisation origin)
+#define PC_DSCALE 25  // depth levels per unit of depth: DEPTH_MAX / (2 radius)
 #define PC_VLO 26
 #define PC_VSCALE 27
 #define PC_RECT_X 28
 #define PC_RECT_Y 29
 #define PC_BG 30
-#define PC_COLOR 31
-#define PC_NAN_COLOR 32
-#define PC_UNLABELLED 33
-#define PC_BASE 34
-#define PC_DTYPE 35
-#define PC_VEC4S 9  // the block's size in uvec4s (N_PARAMS / 4)
+#define PC_BASE 31
+#define PC_DTYPE 32
+#define PC_VEC4S 9  // the block's size in uvec4s (N_PARAMS / 4; words 33-35 are padding)
 
 #define MODE_UNIFORM 0u
 #define MODE_LABELS 1u
 #define MODE_VALUES 2u
 
+// The depth key: one 32-bit word per pixel, resolved by 32-bit atomicMin (no 64-bit
+// atomics: MoltenVK cannot expose them). High KEY_DEPTH_BITS: the point's depth quantised
+// to DEPTH_MAX + 1 levels over the fitted depth range (0 = nearest); low KEY_COLOR_BITS:
+// its colour's index in colors[] (COLOR_TABLE_SIZE entries). The winner's colour is a
+// function of the key alone, so ties (equal level) resolve to the lower colour index and
+// any point of a tie gives the same pixel. EMPTY is above every key.
+#define KEY_COLOR_BITS 9u
+#define KEY_COLOR_MASK 511u
+#define KEY_DEPTH_BITS 23u
+#define DEPTH_MAX 8388607u  // (1 << KEY_DEPTH_BITS) - 1
+#define EMPTY_KEY 0xFFFFFFFFu
+
+// Colour table layout: 256 colormap entries, then the categorical palette (up to
+// PALETTE_MAX), then the three fixed colours.
+#define PALETTE_BASE 256u
+#define PALETTE_MAX 252u
+#define COLOR_NAN 508u
+#define COLOR_UNLABELLED 509u
+#define COLOR_UNIFORM 510u
+#define COLOR_TABLE_SIZE 512u
+
 #define ST_NONFINITE 0
 #define ST_OFFSCREEN 1
 #define ST_NONFINITE_VALUES 2
 
-// Colour table layout: 256 colormap entries, then the categorical palette.
 #define LUT_SIZE 256u
 
 // The parameters are a uniform block (`uniform Params { uvec4 PV[PC_VEC4S]; }`), not a

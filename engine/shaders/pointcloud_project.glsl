@@ -1,13 +1,14 @@
 // The projection of point i, shared by the splat and paint passes: the same float
 // operations in the same order, so both passes compute the same key and pixel.
-// Include after common.glsl, pointcloud_params.glsl, the Params block and input.glsl.
+// Include after common.glsl, pointcloud_params.glsl, the Params block, input.glsl and
+// pointcloud_color.glsl (with POINT_INPUTS: the key holds the point's colour index).
 
 #define PROJ_NEAR 0u       // on or near the panel: key, ix and iy are set
 #define PROJ_NONFINITE 1u  // a NaN or Inf coordinate
 #define PROJ_FAR 2u        // beyond the margin around the panel (or too far to convert to int)
 
-uint project(uint i, out uint64_t key, out int ix, out int iy) {
-    key = 0ul;
+uint project(uint i, out uint key, out int ix, out int iy) {
+    key = 0u;
     ix = 0;
     iy = 0;
     uint dim = P(PC_DIM);
@@ -33,7 +34,10 @@ uint project(uint i, out uint64_t key, out int ix, out int iy) {
     if (!(sx >= -margin && sx < w + margin && sy >= -margin && sy < h + margin)) return PROJ_FAR;
     ix = int(floor(sx));
     iy = int(floor(sy));
-    key = (uint64_t(orderable(ftz(-qz))) << 32) | uint64_t(i);
+    // depth level: 0 at the nearest depth of the fit (qz = radius), DEPTH_MAX at the
+    // farthest, clamped beyond (fixed bounds); nearer points get smaller keys
+    uint level = lut_index(ftz(-qz), f(PC_ZMIN), f(PC_DSCALE), DEPTH_MAX);
+    key = (level << KEY_COLOR_BITS) | color_index(i);
     return PROJ_NEAR;
 }
 

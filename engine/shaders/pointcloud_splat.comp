@@ -1,27 +1,28 @@
 #version 450
-// Point cloud, pass 1: project every point and keep, per pixel, the nearest
-// point by a 64-bit atomicMin of (orderable(-depth) << 32 | index). The result
-// does not depend on the order invocations run in: ties go to the lower index.
-#extension GL_EXT_shader_atomic_int64 : require
-#extension GL_ARB_gpu_shader_int64 : require
+// Point cloud, pass 1: project every point and keep, per pixel, the smallest 32-bit key
+// (quantised depth << 9 | colour index; pointcloud_params.glsl) by atomicMin. The result
+// does not depend on the order invocations run in, and needs no 64-bit atomics.
 layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) buffer Depth { uint64_t depth[]; };
+layout(std430, binding = 2) buffer Depth { uint depth[]; };
 layout(std430, binding = 3) buffer Stats { uint stats[]; };
 layout(std430, binding = 4) readonly buffer Values { float values[]; };
+layout(std430, binding = 5) readonly buffer Labels { uint labels[]; };
 
 #define INPUT pos
 #include "input.glsl"
+#define POINT_INPUTS
+#include "pointcloud_color.glsl"
 #include "pointcloud_project.glsl"
 
 void main() {
     uint i = linear_invocation();
     if (i >= P(PC_N)) return;
-    uint64_t key;
+    uint key;
     int ix, iy;
     uint where = project(i, key, ix, iy);
     if (where == PROJ_NONFINITE) {
