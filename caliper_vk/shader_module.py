@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .engine import shaders
+from .engine.shaders.params import ParamBlock
 
 SHADER_DIR = Path(shaders.__file__).resolve().parent
 LOCAL_SIZE = 16  # the entry point's workgroup is LOCAL_SIZE x LOCAL_SIZE pixels
@@ -263,18 +264,22 @@ def _block(name: str) -> str:
     return (SHADER_DIR / name).read_text()
 
 
-FRAME_FIELDS = (("uint", "cv_width"), ("uint", "cv_height"), ("uint", "cv_rect_x"), ("uint", "cv_rect_y"),
-                ("uint", "cv_background"), ("float", "range_lo"), ("float", "range_scale"))
+# The block every custom panel's parameters start with, then each input's fields, then the
+# user's parameters: one ParamBlock (engine/shaders/params.py), the class that declares the
+# built-in views' blocks too, read by name in the shader and packed by it on the host.
+FRAME_FIELDS = (("cv_width", "uint"), ("cv_height", "uint"), ("cv_rect_x", "uint"), ("cv_rect_y", "uint"),
+                ("cv_background", "uint"), ("range_lo", "float"), ("range_scale", "float"))
 INPUT_FIELDS = ("base", "dtype", "len", "rows", "cols")
 
 
-def param_fields(inputs, params) -> list[tuple[str, str]]:
-    """The parameter block's members, in order: (GLSL type, name). One uint or float word each."""
+def param_block(inputs, params) -> ParamBlock:
+    """The panel's parameter block: the frame, each input's fields, then the user's scalar
+    parameters ``(name, kind)``; one uint, int or float word each."""
     fields = list(FRAME_FIELDS)
     for name in inputs:
-        fields += [("uint", f"cv_{name}_{k}") for k in INPUT_FIELDS]
-    fields += [(t, name) for name, t in params]
-    return fields
+        fields += [(f"cv_{name}_{k}", "uint") for k in INPUT_FIELDS]
+    fields += [(name, kind) for name, kind in params]
+    return ParamBlock("custom_panel_params", "CP", fields, layout="buffer")
 
 
 @dataclass(frozen=True)
@@ -289,7 +294,7 @@ class Composition:
     canonical: str
     mode: str
     inputs: tuple[str, ...]
-    fields: tuple[tuple[str, str], ...]
+    block: ParamBlock
     module: ShaderModule
 
     @property
@@ -326,7 +331,7 @@ def compose(module: ShaderModule, mode: str, inputs=(), params=()) -> Compositio
     if mode == "color" and len(inputs) != 1:
         raise ValueError(f"a color panel draws exactly one input, got {len(inputs)}: {inputs}")
     entry = check_entry(module, mode)
-    fields = param_fields(inputs, params)
+    block = param_block(inputs, params)
     out = ["#version 450",
            "#extension GL_GOOGLE_cpp_style_line_directive : require",
            "#extension GL_ARB_gpu_shader_int64 : require",
@@ -335,7 +340,7 @@ def compose(module: ShaderModule, mode: str, inputs=(), params=()) -> Compositio
            '#line 1 "common.glsl"', _block("common.glsl"),
            '#line 1 "caliper: parameter block"',
            "layout(std430, binding = 0) readonly buffer CvParams {"]
-    out += [f"    {t} {n};" for t, n in fields]
+    out += block.members()
     out.append("};")
     for k, name in enumerate(inputs):
         out.append(f"layout(std430, binding = {k + 1}) readonly buffer CvInput_{name} "
@@ -359,7 +364,7 @@ def compose(module: ShaderModule, mode: str, inputs=(), params=()) -> Compositio
         out += ["#define CV_COLOR_MODE", f"#define CV_DATA_AT {data}_at",
                 f"#define CV_DATA_ROWS {data}_rows", f"#define CV_DATA_COLS {data}_cols"]
     out += ['#line 1 "custom_main.glsl"', _block("custom_main.glsl")]
-    return Composition("\n".join(out) + "\n", mode, inputs, tuple(fields), module)
+    return Composition("\n".join(out) + "\n", mode, inputs, block, module)
 
 
 def _user_text(module: ShaderModule, entry: FunctionDef) -> str:

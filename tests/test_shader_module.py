@@ -73,7 +73,7 @@ def test_composition_is_text_with_the_users_file_and_lines():
     assert "float data_at(uint i)" in text and "#define CV_COLOR_MODE" in text
     assert comp.bindings == ["buffer", "buffer", "image"]
     panel = CustomPanel(color=module, params={"gain": 2.0})
-    assert panel.param_words(8, 8).size == len(comp.fields)  # host and GLSL agree on the layout
+    assert panel.param_words(8, 8).size == len(comp.block.fields)  # host and GLSL agree on the layout
 
 
 def test_missing_function_names_the_expected_signature():

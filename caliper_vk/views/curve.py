@@ -16,13 +16,11 @@ import numpy as np
 from .. import chrome, smoothing
 from .._arrays import as_float32
 from . import _exact
+from ..engine.shaders.params import CURVE as CV
 from ._base import RangedView, lut_scale, pipeline, resolve_range
 from ._source import Source
 
 F32 = np.float32
-(CV_N, CV_BASE, CV_DTYPE, CV_W, CV_H, CV_RECT_X, CV_RECT_Y, CV_LO, CV_SCALE, CV_STEP, CV_SERIES,
- CV_BG, CV_COLOR0, CV_COLOR1) = range(14)
-N_PARAMS = 14
 NO_ROWS = 0xFFFFFFFF
 
 BACKGROUND = (22, 22, 26, 255)
@@ -76,16 +74,16 @@ class Curve(RangedView):
                dtype: int = 0) -> np.ndarray:
         lo, hi = self.range
         n = self.source.array.size
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[CV_N], p[CV_BASE], p[CV_DTYPE], p[CV_W], p[CV_H] = n, base, dtype, width, height
-        p[CV_RECT_X], p[CV_RECT_Y] = rect_x, rect_y
+        p = CV.new()
+        p[CV.N], p[CV.BASE], p[CV.DTYPE], p[CV.W], p[CV.H] = n, base, dtype, width, height
+        p[CV.RECT_X], p[CV.RECT_Y] = rect_x, rect_y
         f = p.view(F32)
-        f[CV_LO], f[CV_SCALE] = lo, lut_scale(lo, hi, max(height - 1, 1))
-        f[CV_STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
-        p[CV_SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
-        p[CV_BG] = _exact.pack_rgba(BACKGROUND)
-        p[CV_COLOR0] = _exact.pack_rgba(RAW_COLOR)
-        p[CV_COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
+        f[CV.LO], f[CV.SCALE] = lo, lut_scale(lo, hi, max(height - 1, 1))
+        f[CV.STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
+        p[CV.SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
+        p[CV.BG] = _exact.pack_rgba(BACKGROUND)
+        p[CV.COLOR0] = _exact.pack_rgba(RAW_COLOR)
+        p[CV.COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
         return p
 
     # -- drawable protocol ----------------------------------------------------------------------------
@@ -138,8 +136,8 @@ class Curve(RangedView):
 
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
-        lo, scale, step = (np.uint32(p[k]).view(F32) for k in (CV_LO, CV_SCALE, CV_STEP))
-        n = int(p[CV_N])
+        lo, scale, step = (np.uint32(p[k]).view(F32) for k in (CV.LO, CV.SCALE, CV.STEP))
+        n = int(p[CV.N])
         series = [self.data] + ([self._smooth()] if self.smoothing is not None and n else [])
         stats = {"nan": 0, "inf": 0}
         ftz = _exact.ftz
@@ -177,8 +175,8 @@ class Curve(RangedView):
                     span[c] = lo_row | (hi_row << 16)
             spans.append(span)
         up = (height - 1 - np.arange(height))[:, None]
-        out = np.full((height, width), p[CV_BG], np.uint32)
-        colors = (p[CV_COLOR0], p[CV_COLOR1])
+        out = np.full((height, width), p[CV.BG], np.uint32)
+        colors = (p[CV.COLOR0], p[CV.COLOR1])
         for k, span in enumerate(spans):
             valid = span != NO_ROWS
             lo_r = (span & np.uint64(0xFFFF)).astype(np.int64)[None, :]

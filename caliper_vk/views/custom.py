@@ -294,17 +294,22 @@ class CustomPanel(ViewBase):
 
     def param_words(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0,
                     bases=None) -> np.ndarray:
-        """The parameter block as uint32 words, in the order ``shader_module.param_fields`` gives."""
+        """The parameter block as uint32 words, packed by the composition's
+        :class:`~caliper_vk.engine.shaders.params.ParamBlock` (the block the shader declares)."""
         ref = self.reference_params()
-        words = [width, height, rect_x, rect_y, _exact.pack_rgba(self.background),
-                 _exact.f32_bits(ref["range_lo"]), _exact.f32_bits(ref["range_scale"])]
+        values = {"cv_width": width, "cv_height": height, "cv_rect_x": rect_x, "cv_rect_y": rect_y,
+                  "cv_background": _exact.pack_rgba(self.background), "range_lo": ref["range_lo"],
+                  "range_scale": ref["range_scale"]}
         for name in self.input_names:
             s = self.sources[name]
             rows, cols = grid_shape(s.shape)
-            words += [(bases or {}).get(name, 0), s.code, s.array.size, rows, cols]
-        for name, kind in self.param_types.items():
-            words.append(int(np.asarray(self.params[name], PARAM_TYPES[kind]).view(np.uint32)))
-        return np.array(words, np.uint32)
+            for key, v in zip(sm.INPUT_FIELDS, ((bases or {}).get(name, 0), s.code, s.array.size, rows, cols),
+                              strict=True):
+                values[f"cv_{name}_{key}"] = v
+        values.update(self.params)
+        block = self.composition.block if self.composition is not None else sm.param_block(
+            self.input_names, list(self.param_types.items()))
+        return block.pack(values)
 
     # -- drawable protocol ------------------------------------------------------------------------------------
     def bind(self, device, target, rect) -> None:

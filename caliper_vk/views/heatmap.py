@@ -18,13 +18,11 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
+from ..engine.shaders.params import HEATMAP as HM
 from ._source import Source
 from ._base import RangedView, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
-(HM_ROWS, HM_COLS, HM_W, HM_H, HM_RECT_X, HM_RECT_Y, HM_N, HM_LO, HM_SCALE, HM_HI,
- HM_NAN_COLOR, HM_POSINF_COLOR, HM_NEGINF_COLOR, HM_BG, HM_BASE, HM_DTYPE) = range(16)
-N_PARAMS = 16
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (heatmap_stats.comp)
 STATS_BINDINGS = ("uniform", "buffer", "buffer")  # heatmap_stats.comp: parameters, values, counters
@@ -115,15 +113,15 @@ class Heatmap(RangedView):
                dtype: int = 0) -> np.ndarray:
         rows, cols = self.source.shape
         lo, hi = self.range
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[HM_ROWS], p[HM_COLS], p[HM_W], p[HM_H] = rows, cols, width, height
-        p[HM_RECT_X], p[HM_RECT_Y], p[HM_N] = rect_x, rect_y, rows * cols
-        p[HM_BASE], p[HM_DTYPE] = base, dtype
-        p[HM_LO], p[HM_SCALE], p[HM_HI] = (_exact.f32_bits(v) for v in (lo, lut_scale(lo, hi), hi))
-        p[HM_NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
-        p[HM_POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
-        p[HM_NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
-        p[HM_BG] = _exact.pack_rgba(BACKGROUND)
+        p = HM.new()
+        p[HM.ROWS], p[HM.COLS], p[HM.W], p[HM.H] = rows, cols, width, height
+        p[HM.RECT_X], p[HM.RECT_Y], p[HM.N] = rect_x, rect_y, rows * cols
+        p[HM.BASE], p[HM.DTYPE] = base, dtype
+        p[HM.LO], p[HM.SCALE], p[HM.HI] = (_exact.f32_bits(v) for v in (lo, lut_scale(lo, hi), hi))
+        p[HM.NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
+        p[HM.POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
+        p[HM.NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
+        p[HM.BG] = _exact.pack_rgba(BACKGROUND)
         return p
 
     # -- drawable protocol ----------------------------------------------------------------
@@ -172,7 +170,7 @@ class Heatmap(RangedView):
 
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
-        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HM_LO, HM_SCALE, HM_HI))
+        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HM.LO, HM.SCALE, HM.HI))
         rows, cols = self.data.shape
         flat = self.data.reshape(-1)
         cls = _exact.classify(flat)
@@ -187,7 +185,7 @@ class Heatmap(RangedView):
         v = flat[cell]
         vc = cls[cell]
         colors = self._lut[_exact.lut_index(_exact.ftz(np.where(vc == 0, v, F32(0))), lo, scale, 255)]
-        colors = np.where(vc == _exact.NAN, p[HM_NAN_COLOR], colors)
-        colors = np.where(vc == _exact.POSINF, p[HM_POSINF_COLOR], colors)
-        colors = np.where(vc == _exact.NEGINF, p[HM_NEGINF_COLOR], colors)
+        colors = np.where(vc == _exact.NAN, p[HM.NAN_COLOR], colors)
+        colors = np.where(vc == _exact.POSINF, p[HM.POSINF_COLOR], colors)
+        colors = np.where(vc == _exact.NEGINF, p[HM.NEGINF_COLOR], colors)
         return _exact.unpack_rgba(colors.astype(np.uint32)), stats

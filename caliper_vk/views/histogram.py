@@ -22,13 +22,11 @@ import numpy as np
 from .. import chrome
 from .._arrays import as_float32
 from . import _exact
+from ..engine.shaders.params import HISTOGRAM as HG
 from ._base import RangedView, groups_1d, pipeline, resolve_range
 from ._source import Source
 
 F32 = np.float32
-(HG_N, HG_BASE, HG_DTYPE, HG_BINS, HG_LO, HG_SCALE, HG_HI, HG_W, HG_H, HG_RECT_X, HG_RECT_Y,
- HG_HISTORY, HG_HISTORY_MAX, HG_BG, HG_COLOR, HG_OLD_COLOR, HG_OFFSET) = range(17)
-N_PARAMS = 17
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 PER_INVOCATION = 16  # values per counting invocation (histogram_count.comp)
 MAX_HISTORY = 16
@@ -117,18 +115,18 @@ class Histogram(RangedView):
                dtype: int = 0, history: np.ndarray | None = None) -> np.ndarray:
         lo, hi = self.range
         history = self._frame_history if history is None else history
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[HG_N], p[HG_BASE], p[HG_DTYPE], p[HG_BINS] = self.source.array.size, base, dtype, self.bins
+        p = HG.new()
+        p[HG.N], p[HG.BASE], p[HG.DTYPE], p[HG.BINS] = self.source.array.size, base, dtype, self.bins
         f = p.view(F32)
-        f[HG_LO], f[HG_HI] = lo, hi
-        f[HG_SCALE] = self.bins / (float(F32(hi)) - float(F32(lo)))
-        p[HG_W], p[HG_H], p[HG_RECT_X], p[HG_RECT_Y] = width, height, rect_x, rect_y
-        p[HG_HISTORY] = len(history)
-        p[HG_HISTORY_MAX] = int(history.max()) if history.size else 0
-        p[HG_BG] = _exact.pack_rgba(BACKGROUND)
-        p[HG_COLOR] = _exact.pack_rgba(BAR_COLOR)
-        p[HG_OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
-        p[HG_OFFSET] = self.offset_px(height, len(history))
+        f[HG.LO], f[HG.HI] = lo, hi
+        f[HG.SCALE] = self.bins / (float(F32(hi)) - float(F32(lo)))
+        p[HG.W], p[HG.H], p[HG.RECT_X], p[HG.RECT_Y] = width, height, rect_x, rect_y
+        p[HG.HISTORY] = len(history)
+        p[HG.HISTORY_MAX] = int(history.max()) if history.size else 0
+        p[HG.BG] = _exact.pack_rgba(BACKGROUND)
+        p[HG.COLOR] = _exact.pack_rgba(BAR_COLOR)
+        p[HG.OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
+        p[HG.OFFSET] = self.offset_px(height, len(history))
         return p
 
     def offset_px(self, height: int, steps: int) -> int:
@@ -165,7 +163,7 @@ class Histogram(RangedView):
                                else np.zeros((0, self.bins), np.uint32))
         p = self.params(r.width, r.height, r.x, r.y, base, dtype, self._frame_history)
         if not self.source.array.size:
-            p[HG_N] = 0
+            p[HG.N] = 0
         self._upload("params", p)
         self._upload("history", self._frame_history if self._frame_history.size
                      else np.zeros(1, np.uint32))
@@ -213,7 +211,7 @@ class Histogram(RangedView):
     def count(self) -> tuple[np.ndarray, dict]:
         """Bin counts and special-value counts of the current values, as the GPU computes them."""
         p = self.params(1, 1)
-        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HG_LO, HG_SCALE, HG_HI))
+        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HG.LO, HG.SCALE, HG.HI))
         v = self.data
         cls = _exact.classify(v)
         finite = cls == _exact.FINITE

@@ -20,14 +20,12 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
+from ..engine.shaders.params import IMAGES as IM
 from ._base import ArrayView, lut_scale, pipeline, resolve_range
 from ._source import Source
 from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
 
 F32 = np.float32
-(IM_N_TILES, IM_COLS, IM_TILE_H, IM_TILE_W, IM_PX_H, IM_PX_W, IM_GAP, IM_W, IM_H, IM_RECT_X,
- IM_RECT_Y, IM_BASE, IM_DTYPE, IM_BG, IM_NAN, IM_POSINF, IM_NEGINF) = range(17)
-N_PARAMS = 17
 GAP = 1
 
 
@@ -106,15 +104,15 @@ class Images(ArrayView):
     def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0) -> np.ndarray:
         n, th, tw = self.source.shape
         cols, _rows, pw, ph = self.layout(width, height)
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[IM_N_TILES], p[IM_COLS], p[IM_TILE_H], p[IM_TILE_W] = n, cols, th, tw
-        p[IM_PX_H], p[IM_PX_W], p[IM_GAP] = ph, pw, GAP
-        p[IM_W], p[IM_H], p[IM_RECT_X], p[IM_RECT_Y] = width, height, rect_x, rect_y
-        p[IM_BASE], p[IM_DTYPE] = base, dtype
-        p[IM_BG] = _exact.pack_rgba(BACKGROUND)
-        p[IM_NAN] = _exact.pack_rgba(NAN_COLOR)
-        p[IM_POSINF] = _exact.pack_rgba(POSINF_COLOR)
-        p[IM_NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
+        p = IM.new()
+        p[IM.N_TILES], p[IM.COLS], p[IM.TILE_H], p[IM.TILE_W] = n, cols, th, tw
+        p[IM.PX_H], p[IM.PX_W], p[IM.GAP] = ph, pw, GAP
+        p[IM.W], p[IM.H], p[IM.RECT_X], p[IM.RECT_Y] = width, height, rect_x, rect_y
+        p[IM.BASE], p[IM.DTYPE] = base, dtype
+        p[IM.BG] = _exact.pack_rgba(BACKGROUND)
+        p[IM.NAN] = _exact.pack_rgba(NAN_COLOR)
+        p[IM.POSINF] = _exact.pack_rgba(POSINF_COLOR)
+        p[IM.NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
         return p
 
     # -- drawable protocol -------------------------------------------------------------------------
@@ -161,8 +159,8 @@ class Images(ArrayView):
         cls_all = _exact.classify(data)
         stats = {"nan": int((cls_all == _exact.NAN).sum()), "posinf": int((cls_all == _exact.POSINF).sum()),
                  "neginf": int((cls_all == _exact.NEGINF).sum())}
-        out = np.full((height, width), p[IM_BG], np.uint32)
-        pw, ph, cols = int(p[IM_PX_W]), int(p[IM_PX_H]), int(p[IM_COLS])
+        out = np.full((height, width), p[IM.BG], np.uint32)
+        pw, ph, cols = int(p[IM.PX_W]), int(p[IM.PX_H]), int(p[IM.COLS])
         if pw == 0 or ph == 0 or n == 0:
             return _exact.unpack_rgba(out), stats
         x = np.arange(width)[None, :]
@@ -185,8 +183,8 @@ class Images(ArrayView):
                 idx[m] = _exact.lut_index(_exact.ftz(np.where(cls[m] == 0, v[m], F32(0))),
                                           lo[m][0], scale[m][0], 255)
         colour = self._lut[idx]
-        colour = np.where(cls == _exact.NAN, p[IM_NAN], colour)
-        colour = np.where(cls == _exact.POSINF, p[IM_POSINF], colour)
-        colour = np.where(cls == _exact.NEGINF, p[IM_NEGINF], colour)
+        colour = np.where(cls == _exact.NAN, p[IM.NAN], colour)
+        colour = np.where(cls == _exact.POSINF, p[IM.POSINF], colour)
+        colour = np.where(cls == _exact.NEGINF, p[IM.NEGINF], colour)
         out = np.where(inside, colour, out).astype(np.uint32)
         return _exact.unpack_rgba(out), stats

@@ -39,25 +39,20 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32, as_labels
 from . import _exact
+from ..engine.shaders.params import POINTCLOUD as PC
 from ._source import Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
-# Word offsets, mirrored from engine/shaders/pointcloud_params.glsl.
-(PC_N, PC_DIM, PC_W, PC_H, PC_SIZE, PC_MODE, PC_NPAL, PC_MARGIN, PC_CX, PC_CY, PC_CZ) = range(11)
-PC_R0, PC_SCALE, PC_NSCALE, PC_OX, PC_OY, PC_ZMIN, PC_DSCALE, PC_VLO, PC_VSCALE = (
-    11, 20, 21, 22, 23, 24, 25, 26, 27)
-PC_RECT_X, PC_RECT_Y, PC_BG, PC_BASE, PC_DTYPE = range(28, 33)
-N_PARAMS = 36  # 9 uvec4s; words 33-35 pad the uniform block
-MODE_UNIFORM, MODE_LABELS, MODE_VALUES = 0, 1, 2
 NO_LABEL = 0xFFFFFFFF  # a negative label: drawn grey
-# The 32-bit depth key and the colour table (pointcloud_params.glsl).
-KEY_COLOR_BITS, KEY_DEPTH_BITS = 9, 23
-KEY_COLOR_MASK = np.uint32((1 << KEY_COLOR_BITS) - 1)
-DEPTH_MAX = (1 << KEY_DEPTH_BITS) - 1
-EMPTY = np.uint32(0xFFFFFFFF)
-PALETTE_BASE, PALETTE_MAX = 256, 252
-COLOR_NAN, COLOR_UNLABELLED, COLOR_UNIFORM, COLOR_TABLE_SIZE = 508, 509, 510, 512
+# The shaders' constants, from the block's one declaration (engine/shaders/params.py).
+MODE_UNIFORM, MODE_LABELS, MODE_VALUES = PC.MODE_UNIFORM, PC.MODE_LABELS, PC.MODE_VALUES
+KEY_COLOR_BITS, KEY_DEPTH_BITS, DEPTH_MAX = PC.KEY_COLOR_BITS, PC.KEY_DEPTH_BITS, PC.DEPTH_MAX
+KEY_COLOR_MASK = np.uint32(PC.KEY_COLOR_MASK)
+EMPTY = np.uint32(PC.EMPTY_KEY)
+PALETTE_BASE, PALETTE_MAX = PC.PALETTE_BASE, PC.PALETTE_MAX
+COLOR_NAN, COLOR_UNLABELLED, COLOR_UNIFORM = PC.COLOR_NAN, PC.COLOR_UNLABELLED, PC.COLOR_UNIFORM
+COLOR_TABLE_SIZE = PC.COLOR_TABLE_SIZE
 
 BACKGROUND = (22, 22, 26, 255)
 POINT_COLOR = (236, 236, 236, 255)
@@ -80,7 +75,7 @@ def footprint(size_px: int) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _packed(background: tuple) -> int:
-    """The PC_BG word (the parameters are rebuilt every frame)."""
+    """The PC.BG word (the parameters are rebuilt every frame)."""
     return _exact.pack_rgba(background)
 
 
@@ -300,23 +295,23 @@ class PointCloud(ViewBase):
         if mode == MODE_VALUES:
             vlo, vhi = resolve_range(self.values, self.value_range)
             vscale = lut_scale(vlo, vhi)
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[PC_N], p[PC_DIM], p[PC_W], p[PC_H] = n, dim, width, height
-        p[PC_SIZE], p[PC_MODE], p[PC_NPAL] = self.point_size_px, mode, len(self._palette)
-        p[PC_MARGIN] = MAX_POINT_SIZE
+        p = PC.new()
+        p[PC.N], p[PC.DIM], p[PC.W], p[PC.H] = n, dim, width, height
+        p[PC.SIZE], p[PC.MODE], p[PC.NPAL] = self.point_size_px, mode, len(self._palette)
+        p[PC.MARGIN] = MAX_POINT_SIZE
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
-        f[PC_CX:PC_CZ + 1] = center
-        f[PC_R0:PC_R0 + 9] = rotation(yaw, pitch).reshape(-1)
-        f[PC_SCALE:PC_VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
+        f[PC.CX:PC.CZ + 1] = center
+        f[PC.R0:PC.R0 + 9] = rotation(yaw, pitch).reshape(-1)
+        f[PC.SCALE:PC.VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
                                      DEPTH_MAX / (2 * radius), vlo, vscale)
-        p[PC_RECT_X], p[PC_RECT_Y] = rect_x, rect_y
-        p[PC_BG] = _packed(tuple(self.background))
-        p[PC_BASE], p[PC_DTYPE] = base, dtype
+        p[PC.RECT_X], p[PC.RECT_Y] = rect_x, rect_y
+        p[PC.BG] = _packed(tuple(self.background))
+        p[PC.BASE], p[PC.DTYPE] = base, dtype
         return p
 
     def _colors(self) -> np.ndarray:
-        """The colour table a key's low bits index (layout in pointcloud_params.glsl)."""
+        """The colour table a key's low bits index (layout: POINTCLOUD in engine/shaders/params.py)."""
         table = np.zeros(COLOR_TABLE_SIZE, np.uint32)
         table[:256] = self._lut
         table[PALETTE_BASE:PALETTE_BASE + len(self._palette)] = self._palette
@@ -334,7 +329,7 @@ class PointCloud(ViewBase):
         if self.values is not None:
             v = self.values[idx]
             ok = _exact.classify(v) == _exact.FINITE
-            lo, scale = np.uint32(p[PC_VLO]).view(F32), np.uint32(p[PC_VSCALE]).view(F32)
+            lo, scale = np.uint32(p[PC.VLO]).view(F32), np.uint32(p[PC.VSCALE]).view(F32)
             li = _exact.lut_index(_exact.ftz(np.where(ok, v, F32(0))), lo, scale, 255)
             return np.where(ok, li, np.uint32(COLOR_NAN)).astype(np.uint32)
         return np.full(len(idx), COLOR_UNIFORM, np.uint32)
@@ -455,19 +450,19 @@ class PointCloud(ViewBase):
         x, y, z = x[finite], y[finite], z[finite]
         ftz = _exact.ftz
         with np.errstate(all="ignore"):
-            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC_CX), (y, PC_CY), (z, PC_CZ)))
-            q = [ftz(ftz(ftz(f(PC_R0 + 3 * r) * dx) + ftz(f(PC_R0 + 3 * r + 1) * dy))
-                     + ftz(f(PC_R0 + 3 * r + 2) * dz)) for r in range(3)]
-            sx = ftz(ftz(q[0] * f(PC_SCALE)) + f(PC_OX))
-            sy = ftz(ftz(q[1] * f(PC_NSCALE)) + f(PC_OY))
-            m = F32(p[PC_MARGIN])
+            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC.CX), (y, PC.CY), (z, PC.CZ)))
+            q = [ftz(ftz(ftz(f(PC.R0 + 3 * r) * dx) + ftz(f(PC.R0 + 3 * r + 1) * dy))
+                     + ftz(f(PC.R0 + 3 * r + 2) * dz)) for r in range(3)]
+            sx = ftz(ftz(q[0] * f(PC.SCALE)) + f(PC.OX))
+            sy = ftz(ftz(q[1] * f(PC.NSCALE)) + f(PC.OY))
+            m = F32(p[PC.MARGIN])
             near = (sx >= -m) & (sx < F32(width) + m) & (sy >= -m) & (sy < F32(height) + m)
             ix = np.floor(np.where(near, sx, 0)).astype(np.int64)
             iy = np.floor(np.where(near, sy, 0)).astype(np.int64)
         inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
         stats["offscreen"] = int((~inside).sum())
         stats["drawn"] = int(inside.sum())
-        level = _exact.lut_index(ftz(-q[2]), f(PC_ZMIN), f(PC_DSCALE), DEPTH_MAX)
+        level = _exact.lut_index(ftz(-q[2]), f(PC.ZMIN), f(PC.DSCALE), DEPTH_MAX)
         key = (level << np.uint32(KEY_COLOR_BITS)) | self.color_index(idx, p)
         key, ix, iy = key[near], ix[near], iy[near]
         depth = np.full(width * height, EMPTY, np.uint32)
@@ -475,7 +470,7 @@ class PointCloud(ViewBase):
             px, py = ix + dxo, iy + dyo
             ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
             np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
-        colors = np.full(width * height, p[PC_BG], np.uint32)
+        colors = np.full(width * height, p[PC.BG], np.uint32)
         hit = depth != EMPTY
         won = depth[hit]
         colors[hit] = _exact.shade_rgba(self._colors()[won & KEY_COLOR_MASK], key_shade(won))

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import glyphs
 from . import _exact
+from ..engine.shaders.params import TEXT as TX
 from ._base import ViewBase, pipeline
 
 BACKGROUND = (22, 22, 26, 255)
@@ -23,9 +24,6 @@ FOREGROUND = (225, 225, 230, 255)
 HEADER = (130, 130, 140, 255)
 PAD = 4
 EMPTY = 0xFFFFFFFF
-(TX_W, TX_H, TX_RECT_X, TX_RECT_Y, TX_COLS, TX_ROWS, TX_CELL_W, TX_CELL_H, TX_PAD_X, TX_PAD_Y,
- TX_BG) = range(11)
-N_PARAMS = 11
 
 
 class Text(ViewBase):
@@ -86,12 +84,12 @@ class Text(ViewBase):
 
     def params(self, width, height, rect_x=0, rect_y=0, cols=0, rows=0) -> np.ndarray:
         atlas, _ = glyphs.atlas()
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[TX_W], p[TX_H], p[TX_RECT_X], p[TX_RECT_Y] = width, height, rect_x, rect_y
-        p[TX_COLS], p[TX_ROWS] = cols, rows
-        p[TX_CELL_H], p[TX_CELL_W] = atlas.shape[1], atlas.shape[2]
-        p[TX_PAD_X] = p[TX_PAD_Y] = PAD
-        p[TX_BG] = _exact.pack_rgba(BACKGROUND)
+        p = TX.new()
+        p[TX.W], p[TX.H], p[TX.RECT_X], p[TX.RECT_Y] = width, height, rect_x, rect_y
+        p[TX.COLS], p[TX.ROWS] = cols, rows
+        p[TX.CELL_H], p[TX.CELL_W] = atlas.shape[1], atlas.shape[2]
+        p[TX.PAD_X] = p[TX.PAD_Y] = PAD
+        p[TX.BG] = _exact.pack_rgba(BACKGROUND)
         return p
 
     # -- drawable protocol --------------------------------------------------------------------------------

@@ -30,18 +30,14 @@ import numpy as np
 from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
+from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM
 from ._base import RangedView, lut_scale, pipeline, resolve_range
 from ._source import Source
-from .heatmap import (HM_BASE, HM_DTYPE, HM_HI, HM_LO, HM_N, N_PARAMS as HM_N_PARAMS, NAN_COLOR,
+from .heatmap import (NAN_COLOR,
                       NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BINDINGS, record_stats_pass,
                       reference_stats)
 
 F32 = np.float32
-(TG_ROWS, TG_COLS, TG_W, TG_H, TG_RECT_X, TG_RECT_Y, TG_BASE, TG_DTYPE, TG_LO, TG_SCALE, TG_GX, TG_GY,
- TG_GW, TG_GH, TG_GLYPH_W, TG_GLYPH_H, TG_STRIDE, TG_AVAIL_W, TG_TEXT_DY, TG_LINE, TG_TOP,
- TG_LABEL_PAD, TG_ROW_LABELS, TG_COL_LABELS, TG_BG, TG_NAN, TG_POSINF, TG_NEGINF, TG_DARK, TG_LIGHT,
- TG_LABEL, TG_LUM_SPLIT) = range(32)
-N_PARAMS = 32
 
 BACKGROUND = (22, 22, 26, 255)
 DARK_TEXT = (16, 16, 20, 255)
@@ -311,30 +307,30 @@ class TextGrid(RangedView):
     def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0, lay=None) -> np.ndarray:
         lay = lay or self.layout(width, height)
         lo, hi = self.range
-        p = np.zeros(N_PARAMS, np.uint32)
-        p[TG_ROWS], p[TG_COLS], p[TG_W], p[TG_H] = lay["rows"], lay["cols"], width, height
-        p[TG_RECT_X], p[TG_RECT_Y], p[TG_BASE], p[TG_DTYPE] = rect_x, rect_y, base, dtype
-        p[TG_LO], p[TG_SCALE] = _exact.f32_bits(lo), _exact.f32_bits(lut_scale(lo, hi))
-        p[TG_GX], p[TG_GY], p[TG_GW], p[TG_GH] = lay["gx"], lay["gy"], lay["gw"], lay["gh"]
-        p[TG_GLYPH_W], p[TG_GLYPH_H] = lay["glyph_w"], lay["glyph_h"]
-        p[TG_STRIDE] = 1 + max(lay["fit"], lay["label_fit"], lay["col_fit"])
-        p[TG_AVAIL_W], p[TG_TEXT_DY], p[TG_LINE], p[TG_TOP] = (lay["avail_w"], lay["dy"], lay["line"],
+        p = TG.new()
+        p[TG.ROWS], p[TG.COLS], p[TG.W], p[TG.H] = lay["rows"], lay["cols"], width, height
+        p[TG.RECT_X], p[TG.RECT_Y], p[TG.BASE], p[TG.DTYPE] = rect_x, rect_y, base, dtype
+        p[TG.LO], p[TG.SCALE] = _exact.f32_bits(lo), _exact.f32_bits(lut_scale(lo, hi))
+        p[TG.GX], p[TG.GY], p[TG.GW], p[TG.GH] = lay["gx"], lay["gy"], lay["gw"], lay["gh"]
+        p[TG.GLYPH_W], p[TG.GLYPH_H] = lay["glyph_w"], lay["glyph_h"]
+        p[TG.STRIDE] = 1 + max(lay["fit"], lay["label_fit"], lay["col_fit"])
+        p[TG.AVAIL_W], p[TG.TEXT_DY], p[TG.LINE], p[TG.TOP] = (lay["avail_w"], lay["dy"], lay["line"],
                                                               lay["top"])
-        p[TG_LABEL_PAD], p[TG_ROW_LABELS], p[TG_COL_LABELS] = (LABEL_PAD, lay["row_labels"],
+        p[TG.LABEL_PAD], p[TG.ROW_LABELS], p[TG.COL_LABELS] = (LABEL_PAD, lay["row_labels"],
                                                                lay["col_labels"])
-        for k, colour in ((TG_BG, BACKGROUND), (TG_NAN, NAN_COLOR), (TG_POSINF, POSINF_COLOR),
-                          (TG_NEGINF, NEGINF_COLOR), (TG_DARK, DARK_TEXT), (TG_LIGHT, LIGHT_TEXT),
-                          (TG_LABEL, LABEL_COLOR)):
+        for k, colour in ((TG.BG, BACKGROUND), (TG.NAN, NAN_COLOR), (TG.POSINF, POSINF_COLOR),
+                          (TG.NEGINF, NEGINF_COLOR), (TG.DARK, DARK_TEXT), (TG.LIGHT, LIGHT_TEXT),
+                          (TG.LABEL, LABEL_COLOR)):
             p[k] = _exact.pack_rgba(colour)
-        p[TG_LUM_SPLIT] = LUM_SPLIT
+        p[TG.LUM_SPLIT] = LUM_SPLIT
         return p
 
     def _stats_params(self, base: int, dtype: int) -> np.ndarray:
         """The heatmap stats pass's parameters (it counts NaN/Inf and out-of-range values)."""
         lo, hi = self.range
-        p = np.zeros(HM_N_PARAMS, np.uint32)
-        p[HM_N], p[HM_BASE], p[HM_DTYPE] = self.source.array.size, base, dtype
-        p[HM_LO], p[HM_HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
+        p = HM.new()
+        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
+        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
         return p
 
     # -- drawable protocol ------------------------------------------------------------------------
@@ -389,12 +385,12 @@ class TextGrid(RangedView):
     def reference_with_stats(self, width: int, height: int):
         lay = self.layout(width, height)
         p = self.params(width, height, lay=lay)
-        lo, scale, hi = (np.uint32(v).view(F32) for v in (p[TG_LO], p[TG_SCALE],
+        lo, scale, hi = (np.uint32(v).view(F32) for v in (p[TG.LO], p[TG.SCALE],
                                                             _exact.f32_bits(self.range[1])))
         flat = self.data.reshape(-1)
         cls = _exact.classify(flat)
         stats = reference_stats(flat, lo, hi)
-        out = np.full((height, width), p[TG_BG], np.uint32)
+        out = np.full((height, width), p[TG.BG], np.uint32)
         if lay["empty"]:
             return _exact.unpack_rgba(out), stats
         table = glyph_table()[0].astype(np.uint32)
@@ -435,28 +431,28 @@ class TextGrid(RangedView):
         cell = np.broadcast_to(row * cols + col, shape)
         v, vc = flat[cell], cls[cell]
         colour = self._lut[_exact.lut_index(_exact.ftz(np.where(vc == 0, v, F32(0))), lo, scale, 255)]
-        colour = np.where(vc == _exact.NAN, p[TG_NAN], colour)
-        colour = np.where(vc == _exact.POSINF, p[TG_POSINF], colour)
-        colour = np.where(vc == _exact.NEGINF, p[TG_NEGINF], colour).astype(np.uint32)
+        colour = np.where(vc == _exact.NAN, p[TG.NAN], colour)
+        colour = np.where(vc == _exact.POSINF, p[TG.POSINF], colour)
+        colour = np.where(vc == _exact.NEGINF, p[TG.NEGINF], colour).astype(np.uint32)
         n = strings[cell, 0].astype(np.int64)
         a = coverage(cell, x - gx - (x0 + ((avail - n * glyph_w) >> 1)), ly - y0 - dy)
         lum = 54 * (colour & 255) + 183 * ((colour >> 8) & 255) + 19 * ((colour >> 16) & 255)
-        fg = np.where(lum < p[TG_LUM_SPLIT], p[TG_LIGHT], p[TG_DARK]).astype(np.uint32)
+        fg = np.where(lum < p[TG.LUM_SPLIT], p[TG.LIGHT], p[TG.DARK]).astype(np.uint32)
         colour = np.where(a != 0, blend(colour, fg, a), colour)
         out = np.where(in_grid & ~edge, colour, out)
-        label = np.uint32(p[TG_LABEL])
+        label = np.uint32(p[TG.LABEL])
         # row labels
         if lay["row_labels"]:
             s = np.broadcast_to(rows * cols + row, shape)
             left = gx - LABEL_PAD - strings[s, 0].astype(np.int64) * glyph_w
             a = coverage(s, x - left, ly - y0 - dy)
             where = (x < gx) & (ly >= 0) & (ly < gh) & (a != 0)
-            out = np.where(where, blend(np.uint32(p[TG_BG]), label, a), out)
+            out = np.where(where, blend(np.uint32(p[TG.BG]), label, a), out)
         # column labels
         if lay["col_labels"]:
             s = np.broadcast_to(rows * cols + rows + col, shape)
             left = x0 + ((avail - strings[s, 0].astype(np.int64) * glyph_w) >> 1)
             a = coverage(s, lx - left, y - lay["top"] - 1)
             where = (y >= lay["top"]) & (y < gy) & (lx >= 0) & (lx < gw) & (a != 0)
-            out = np.where(where, blend(np.uint32(p[TG_BG]), label, a), out)
+            out = np.where(where, blend(np.uint32(p[TG.BG]), label, a), out)
         return _exact.unpack_rgba(out.astype(np.uint32)), stats

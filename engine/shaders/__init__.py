@@ -11,6 +11,11 @@ re-running a test is enough. A module is named by its file stem
 (``load("heatmap")``, ``load("overlay_vs")``), so stems are unique across
 stages; the compiler picks the stage from the suffix.
 
+The built-in views' parameter blocks are declared once, in ``params.py``; the
+headers the shaders include for them (``pointcloud_params.glsl``, ...) are
+generated from those declarations into ``gen/`` (:func:`generated_headers`)
+before any built-in shader compiles, and the views read the same declarations.
+
 User shader modules (custom panels) go through :func:`compile_glsl`, cached
 by a hash of the source, defines and compiler version.
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SPV_DIR = HERE / "spv"
+GEN_DIR = HERE / "gen"  # headers generated from params.py (not in the repository)
 # In a source checkout (engine/shaders/ two levels below pyproject.toml) stale
 # SPIR-V is rebuilt on load; an installed package only ever reads spv/.
 IN_SOURCE_TREE = (HERE.parent.parent / "pyproject.toml").exists()
@@ -90,12 +96,41 @@ def find_compiler() -> list[str]:
     )
 
 
+def _params_module():
+    """``params.py`` (setup.py loads this file by path, outside any package: then by path too)."""
+    try:
+        from . import params
+
+        return params
+    except ImportError:  # loaded by path (setup.py): no parent package to import from
+        import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_caliper_shader_params", HERE / "params.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def generated_headers(out_dir: Path = GEN_DIR) -> Path:
+    """Write the built-in parameter blocks' GLSL headers (from ``params.py``) into ``out_dir``
+    (rewriting only those whose text changed) and return it."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for block in _params_module().BUILTIN:
+        path = out_dir / f"{block.name}.glsl"
+        text = block.header()
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return out_dir
+
+
 def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[str]:
     flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    includes = [d for d in (HERE, GEN_DIR) if d.is_dir()]
     if Path(compiler[0]).name.startswith("glslc"):
-        return [*compiler, f"--target-env={TARGET_ENV}", "-O", *flags, "-I", str(HERE),
-                "-o", str(out), str(src)]
-    return [*compiler, "-V", "--target-env", TARGET_ENV, *flags, "-I" + str(HERE),
+        return [*compiler, f"--target-env={TARGET_ENV}", "-O", *flags,
+                *(a for d in includes for a in ("-I", str(d))), "-o", str(out), str(src)]
+    return [*compiler, "-V", "--target-env", TARGET_ENV, *flags, *("-I" + str(d) for d in includes),
             "-o", str(out), str(src)]
 
 
@@ -141,7 +176,8 @@ def _source(name: str) -> Path | None:
 def _stale(src: Path, spv: Path) -> bool:
     if not spv.exists():
         return True
-    newest = max([src.stat().st_mtime, *(p.stat().st_mtime for p in HERE.glob("*.glsl"))])
+    newest = max([src.stat().st_mtime, (HERE / "params.py").stat().st_mtime,
+                  *(p.stat().st_mtime for p in HERE.glob("*.glsl"))])
     return spv.stat().st_mtime < newest
 
 
@@ -151,6 +187,7 @@ def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[
         raise CompilerMissingError("spirv-val not found (Debian/Ubuntu: apt-get install spirv-tools)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    generated_headers()
     built = []
     for src in sources():
         spv = out_dir / (src.stem + ".spv")
@@ -166,6 +203,7 @@ def load(name: str) -> bytes:
     src = _source(name)
     if IN_SOURCE_TREE and src is not None and _stale(src, spv):
         SPV_DIR.mkdir(exist_ok=True)
+        generated_headers()
         with tempfile.TemporaryDirectory() as tmp:
             tmp_spv = Path(tmp) / spv.name
             compile_file(src, tmp_spv)

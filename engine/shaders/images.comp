@@ -8,23 +8,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#define IM_N_TILES 0
-#define IM_COLS 1
-#define IM_TILE_H 2
-#define IM_TILE_W 3
-#define IM_PX_H 4
-#define IM_PX_W 5
-#define IM_GAP 6
-#define IM_W 7
-#define IM_H 8
-#define IM_RECT_X 9
-#define IM_RECT_Y 10
-#define IM_BASE 11
-#define IM_DTYPE 12
-#define IM_BG 13
-#define IM_NAN 14
-#define IM_POSINF 15
-#define IM_NEGINF 16
+#include "images_params.glsl"  // word offsets: engine/shaders/params.py (IMAGES)
 
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };

@@ -1,4 +1,12 @@
-// The point cloud's 32-bit depth keys (layout in pointcloud_params.glsl).
+// The point cloud's 32-bit depth keys.
+//
+// One 32-bit word per pixel, resolved by 32-bit atomicMin (no 64-bit atomics: MoltenVK
+// cannot expose them). High KEY_DEPTH_BITS: the point's depth quantised to DEPTH_MAX + 1
+// levels over the fitted depth range (0 = nearest); low KEY_COLOR_BITS: its colour's index
+// in colors[] (COLOR_TABLE_SIZE entries: the colormap, the palette, three fixed colours).
+// The winner's colour is a function of the key alone, so ties (equal level) resolve to the
+// lower colour index and any point of a tie gives the same pixel. EMPTY_KEY is above every
+// key. The constants are declared in params.py (POINTCLOUD).
 //
 // color_index(i): point i's colour as an index into colors[] — its label's palette
 // entry, its value's colormap entry, or a fixed colour. Needs P(), labels[], values[].

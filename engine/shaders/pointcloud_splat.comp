@@ -1,6 +1,6 @@
 #version 450
 // Point cloud, pass 1: project every point and keep, per pixel, the smallest 32-bit key
-// (quantised depth << 9 | colour index; pointcloud_params.glsl) by atomicMin. The result
+// (quantised depth << 9 | colour index; pointcloud_color.glsl) by atomicMin. The result
 // does not depend on the order invocations run in, and needs no 64-bit atomics.
 layout(local_size_x = 256) in;
 #include "common.glsl"

@@ -6,18 +6,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#define TX_W 0
-#define TX_H 1
-#define TX_RECT_X 2
-#define TX_RECT_Y 3
-#define TX_COLS 4
-#define TX_ROWS 5
-#define TX_CELL_W 6
-#define TX_CELL_H 7
-#define TX_PAD_X 8
-#define TX_PAD_Y 9
-#define TX_BG 10
-#define EMPTY 0xFFFFFFFFu
+#include "text_params.glsl"  // word offsets: engine/shaders/params.py (TEXT)
 
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) readonly buffer Grid { uint grid[]; };       // glyph per cell

@@ -16,38 +16,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#define TG_ROWS 0
-#define TG_COLS 1
-#define TG_W 2
-#define TG_H 3
-#define TG_RECT_X 4
-#define TG_RECT_Y 5
-#define TG_BASE 6
-#define TG_DTYPE 7
-#define TG_LO 8
-#define TG_SCALE 9
-#define TG_GX 10
-#define TG_GY 11
-#define TG_GW 12
-#define TG_GH 13
-#define TG_GLYPH_W 14
-#define TG_GLYPH_H 15
-#define TG_STRIDE 16
-#define TG_AVAIL_W 17
-#define TG_TEXT_DY 18
-#define TG_LINE 19
-#define TG_TOP 20
-#define TG_LABEL_PAD 21
-#define TG_ROW_LABELS 22
-#define TG_COL_LABELS 23
-#define TG_BG 24
-#define TG_NAN 25
-#define TG_POSINF 26
-#define TG_NEGINF 27
-#define TG_DARK 28
-#define TG_LIGHT 29
-#define TG_LABEL 30
-#define TG_LUM_SPLIT 31
+#include "textgrid_params.glsl"  // word offsets: engine/shaders/params.py (TEXTGRID)
 
 layout(std430, binding = 0) readonly buffer Params { uint P[]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };

@@ -1,0 +1,199 @@
+"""Parameter blocks: each declared once, here, for both the shader and the Python that fills it.
+
+A compute pass reads its per-frame parameters as 32-bit words (uints, ints, and
+floats by their bits). Every block is declared once as a :class:`ParamBlock`;
+from that one declaration
+
+- the build writes the GLSL header the shaders include (``<name>_params.glsl``:
+  a ``#define PREFIX_FIELD k`` word offset per field, the block's size, the
+  block's constants and the word-access macros), into a generated include
+  folder (:func:`caliper_vk.engine.shaders.generated_headers`), so there is no
+  hand-kept mirror to drift;
+- the views (``caliper_vk/views/*.py``) take the word offsets and constants as
+  attributes (``POINTCLOUD.CX``, ``POINTCLOUD.MODE_LABELS``) and fill a
+  ``block.new()`` array, or call :meth:`ParamBlock.pack` with named values;
+- custom panels (``caliper_vk/shader_module.py``) build their block with the
+  same class at run time, from the user's parameters, and declare it with named
+  members (:meth:`ParamBlock.members`) instead of word offsets.
+
+Two layouts. ``"uniform"``: a std140 uniform block ``uvec4 PV[VEC4S]`` read
+through ``P(k)`` (one scalar load per invocation on CPU implementations such
+as lavapipe, which run a storage-buffer load once per lane: used by the point
+cloud and the heatmap, whose passes run per point or per pixel). ``"buffer"``:
+a storage buffer ``uint P[]`` read as ``P[k]``. Both read floats as ``f(k)``.
+
+This module imports nothing but the standard library: ``setup.py`` loads it by
+path to build the shaders before the package exists.
+"""
+
+from __future__ import annotations
+
+KINDS = ("uint", "int", "float")
+
+
+class ParamBlock:
+    """One parameter block: ordered 32-bit fields, constants, and a layout.
+
+    Parameters
+    ----------
+    name : str
+        The header's stem (``"pointcloud_params"`` is included as
+        ``#include "pointcloud_params.glsl"``); custom panels use any name.
+    prefix : str
+        The GLSL prefix of the word offsets (``"PC"`` gives ``PC_CX``); empty for
+        blocks declared with named members only.
+    fields : sequence of ``name`` or ``(name, kind)``
+        In word order; ``kind`` is ``"uint"`` (default), ``"int"`` or ``"float"``.
+    layout : ``"uniform"`` or ``"buffer"``
+    constants : mapping of name to GLSL literal (``"0u"``, ``"0xFFFFFFFFu"``, ``"3"``)
+        Shared constants: emitted as ``#define`` and readable from Python as ints.
+    """
+
+    def __init__(self, name: str, prefix: str, fields, layout: str = "uniform", constants=None):
+        if layout not in ("uniform", "buffer"):
+            raise ValueError(f"layout must be 'uniform' or 'buffer', got {layout!r}")
+        self.name, self.prefix, self.layout = name, prefix, layout
+        self.fields: tuple[tuple[str, str], ...] = tuple(
+            (f, "uint") if isinstance(f, str) else (f[0], f[1]) for f in fields)
+        self.constants: dict[str, str] = dict(constants or {})
+        seen = set()
+        for k, (field, kind) in enumerate(self.fields):
+            if kind not in KINDS:
+                raise ValueError(f"{name}.{field}: kind {kind!r} is not one of {KINDS}")
+            if field in seen or hasattr(type(self), field):
+                raise ValueError(f"{name}: field {field!r} is declared twice or shadows an attribute")
+            seen.add(field)
+            setattr(self, field, k)
+        for const, literal in self.constants.items():
+            if const in seen or hasattr(type(self), const):
+                raise ValueError(f"{name}: constant {const!r} clashes with a field or attribute")
+            setattr(self, const, int(literal.rstrip("uU"), 0))
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def vec4s(self) -> int:
+        """The block's size in uvec4s (a std140 array of uvec4 rounds up to whole vectors)."""
+        return -(-len(self.fields) // 4)
+
+    @property
+    def words(self) -> int:
+        """Words to upload: whole uvec4s for a uniform block, the fields for a storage buffer."""
+        return 4 * self.vec4s if self.layout == "uniform" else len(self.fields)
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.words
+
+    # -- Python side --------------------------------------------------------------------------
+    def new(self):
+        """A zeroed uint32 array of :attr:`words` to fill by offset (``p[BLOCK.CX]``)."""
+        import numpy as np
+
+        return np.zeros(self.words, np.uint32)
+
+    def pack(self, values: dict):
+        """The block's words from ``{field: value}``: every field must be given; floats are
+        rounded to float32 once, ints wrap to their 32-bit pattern."""
+        import numpy as np
+
+        missing = [f for f, _ in self.fields if f not in values]
+        extra = sorted(set(values) - {f for f, _ in self.fields})
+        if missing or extra:
+            raise KeyError(f"{self.name}: " + "; ".join(
+                s for s in (f"missing {missing}" if missing else "",
+                            f"not fields of this block: {extra}" if extra else "") if s))
+        p = self.new()
+        for k, (field, kind) in enumerate(self.fields):
+            v = values[field]
+            if kind == "float":
+                p[k] = np.asarray(v, np.float32).view(np.uint32)
+            elif kind == "int":
+                p[k] = np.asarray(v, np.int64).astype(np.int32).view(np.uint32)
+            else:
+                p[k] = int(v) & 0xFFFFFFFF
+        return p
+
+    # -- GLSL side ----------------------------------------------------------------------------
+    def header(self) -> str:
+        """The GLSL header: word offsets, size, constants and the access macros."""
+        out = [f"// {self.name}.glsl: generated from engine/shaders/params.py; do not edit.",
+               "// Word offsets (uint words; floats by bits), the block's size, its constants."]
+        out += [f"#define {self.prefix}_{field} {k}" for k, (field, _) in enumerate(self.fields)]
+        out.append(f"#define {self.prefix}_VEC4S {self.vec4s}")
+        out += [f"#define {c} {literal}" for c, literal in self.constants.items()]
+        if self.layout == "uniform":
+            out += ["// declared as: layout(std140, binding = 0) uniform Params { uvec4 PV[" +
+                    f"{self.prefix}_VEC4S]; }};",
+                    "#define P(k) PV[(k) >> 2][(k) & 3]", "#define f(k) uintBitsToFloat(P(k))"]
+        else:
+            out += ["// declared as: layout(std430, binding = 0) readonly buffer Params { uint P[]; };",
+                    "#define f(k) uintBitsToFloat(P[k])"]
+        return "\n".join(out) + "\n"
+
+    def members(self) -> list[str]:
+        """The fields as named block members (``"    float gain;"``), for a block that the
+        shader reads by name (custom panels)."""
+        return [f"    {kind} {field};" for field, kind in self.fields]
+
+    def __repr__(self) -> str:
+        return f"ParamBlock({self.name!r}, {len(self.fields)} fields, {self.layout})"
+
+
+# -- the built-in views' blocks ---------------------------------------------------------------------
+
+POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
+    "N", "DIM", "W", "H", "SIZE", "MODE", "NPAL", "MARGIN",
+    ("CX", "float"), ("CY", "float"), ("CZ", "float"),
+    *((f"R{k}", "float") for k in range(9)),
+    ("SCALE", "float"), ("NSCALE", "float"), ("OX", "float"), ("OY", "float"),
+    ("ZMIN", "float"),    # the nearest depth of the fit, as -depth (the quantisation origin)
+    ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
+    ("VLO", "float"), ("VSCALE", "float"),
+    "RECT_X", "RECT_Y", "BG", "BASE", "DTYPE",
+], constants={
+    "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
+    # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
+    "KEY_COLOR_BITS": "9u", "KEY_COLOR_MASK": "511u", "KEY_DEPTH_BITS": "23u",
+    "DEPTH_MAX": "8388607u", "EMPTY_KEY": "0xFFFFFFFFu",
+    # The colour table: 256 colormap entries, the palette, then three fixed colours.
+    "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
+    "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
+    "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
+})
+
+HEATMAP = ParamBlock("heatmap_params", "HM", [
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",
+    ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
+    "NAN_COLOR", "POSINF_COLOR", "NEGINF_COLOR", "BG", "BASE", "DTYPE",
+], constants={"ST_NAN": "0", "ST_POSINF": "1", "ST_NEGINF": "2", "ST_BELOW": "3", "ST_ABOVE": "4",
+              "ST_MIN": "5", "ST_MAX": "6"})
+
+HISTOGRAM = ParamBlock("histogram_params", "HG", [
+    "N", "BASE", "DTYPE", "BINS", ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
+    "W", "H", "RECT_X", "RECT_Y", "HISTORY", "HISTORY_MAX", "BG", "COLOR", "OLD_COLOR",
+    "OFFSET",  # 0: overlay; else the pixels each older step is raised by (offset layout)
+], layout="buffer", constants={  # stats words after the bins
+    "HS_NAN": "0", "HS_POSINF": "1", "HS_NEGINF": "2", "HS_BELOW": "3", "HS_ABOVE": "4", "HS_MAX": "5"})
+
+CURVE = ParamBlock("curve_params", "CV", [
+    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y", ("LO", "float"), ("SCALE", "float"),
+    "STEP", "SERIES", "BG", "COLOR0", "COLOR1",
+], layout="buffer", constants={"CS_NAN": "0", "CS_INF": "1", "NO_ROWS": "0xFFFFFFFFu"})
+
+IMAGES = ParamBlock("images_params", "IM", [
+    "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
+    "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
+], layout="buffer")
+
+TEXT = ParamBlock("text_params", "TX", [
+    "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
+], layout="buffer", constants={"EMPTY": "0xFFFFFFFFu"})
+
+TEXTGRID = ParamBlock("textgrid_params", "TG", [
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE", ("LO", "float"), ("SCALE", "float"),
+    "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
+    "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
+    "LUM_SPLIT",
+], layout="buffer")
+
+BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID)
