@@ -157,3 +157,24 @@ def test_redrawing_the_same_step_does_not_age_the_overlay():
         s.render()  # redraws of step 2: the overlay still shows steps 1 and 0
         assert np.array_equal(panel.view._frame_history, before)
         assert len(before) == 2
+
+
+def test_history_overlays_only_steps_on_the_current_bin_grid(artifacts):
+    """An auto range moves with the data: counts binned over an older range are not comparable
+    bin for bin, so they leave the overlay and the title bar says how many were left out."""
+    view = Histogram(RNG.normal(size=2000), bins=20, history=3)  # value_range="auto"
+    with Canvas(120, 80) as canvas:
+        canvas.add(view)
+        data = np.clip(RNG.normal(size=2000), -2, 2)
+        for step in range(3):  # the same range every step: the overlay grows
+            view.set_data(np.where(np.arange(2000) == step, 0.5, data))
+            canvas.render()
+        assert len(view._frame_history) == 2 and view.history_note == ""
+        view.set_data(data * 3)  # the auto range triples: the older steps were on another grid
+        assert_same_image(canvas.render(), canvas.reference(), artifacts / "moved")
+        assert len(view._frame_history) == 0
+        assert view.history_note.startswith("3 older steps not overlaid")
+        assert view.legend()[0][0] == view.history_note
+        view.set_data(data * 3 + 0.0)  # same grid again: the overlay restarts from here
+        canvas.render()
+        assert len(view._frame_history) == 1 and view.history_note.startswith("2 older steps not")

@@ -77,7 +77,7 @@ class Histogram(RangedView):
         self.counts = np.zeros(self.bins, np.uint32)
         self._past: deque = deque(maxlen=max(1, self.history))  # newest first
         self._frame_history = np.zeros((0, self.bins), np.uint32)
-        self._pending = None  # (data version, counts) of the last drawn frame
+        self._pending = None  # (data version, counts, grid) of the last drawn frame
         self._frame_version = None
         if data is not None:
             self.set_data(data)
@@ -147,6 +147,8 @@ class Histogram(RangedView):
         elif self.history:
             items += [("  ", chrome.DIM), chrome.Swatch(OLD_COLOR),
                       (f" last {self.history} steps (fainter = older)", chrome.DIM)]
+        if getattr(self, "history_note", ""):  # first: older counts on another grid are not shown
+            items = [(self.history_note, chrome.WARNING), *items]
         return items
 
     def prepare(self) -> None:
@@ -156,11 +158,10 @@ class Histogram(RangedView):
         _, base, dtype = self._data_binding()
         # an older step enters the overlay once newer data is drawn (not when a frame repeats)
         if self._pending is not None and self._pending[0] != self.data_version:
-            self._past.appendleft(self._pending[1])
+            self._past.appendleft(self._pending[1:])
             self._pending = None
         self._frame_version = self.data_version
-        self._frame_history = (np.stack(list(self._past))[: self.history] if self.history and self._past
-                               else np.zeros((0, self.bins), np.uint32))
+        self._frame_history = self._shared_grid_history()
         p = self.params(r.width, r.height, r.x, r.y, base, dtype, self._frame_history)
         if not self.source.array.size:
             p[HG.N] = 0
@@ -201,7 +202,32 @@ class Histogram(RangedView):
         self.stats = dict(zip(STAT_NAMES, (int(v) for v in s[:5]), strict=True))
         self.counts = self._buffers["counts"].view(np.uint32, self.bins).copy()
         if self.history:
-            self._pending = (self._frame_version, self.counts)
+            self._pending = (self._frame_version, self.counts, self._frame_grid)
+
+    def _grid(self) -> tuple:
+        """The bin grid counts are made on: (lo, hi, bins) as the shader receives them."""
+        lo, hi = self.range
+        return float(F32(lo)), float(F32(hi)), self.bins
+
+    def _shared_grid_history(self) -> np.ndarray:
+        """The older steps to overlay: the newest ones binned on the current grid, up to the
+        first that was binned on another (an auto range that moved, or bins chosen later). Counts
+        from another grid are not comparable bin for bin and the raw values are gone, so they
+        are not drawn; :attr:`history_note` says how many were left out, in the title bar."""
+        self.history_note = ""
+        grid = self._frame_grid = self._grid()  # the grid this frame counts on
+        if not (self.history and self._past):
+            return np.zeros((0, self.bins), np.uint32)
+        kept = []
+        for counts, g in list(self._past)[: self.history]:
+            if g != grid:
+                break
+            kept.append(counts)
+        dropped = min(self.history, len(self._past)) - len(kept)
+        if dropped:
+            self.history_note = (f"{dropped} older step{'s' if dropped > 1 else ''} not overlaid: "
+                                 "binned over another range  ")
+        return np.stack(kept) if kept else np.zeros((0, self.bins), np.uint32)
 
     # -- the numpy twin ---------------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
