@@ -85,9 +85,11 @@ class Dashboard:
         self.history = max(1, int(history))
         self.hist_mode = hist_mode
         self.panels = model.default_panels(runs)
-        # scalar panels with a logarithmic y axis (toggled per panel); log_y starts the loss panels so
+        # scalar panels with a logarithmic y axis (toggled per panel): those whose positive values
+        # span more than two decades, and with log_y the loss panels
         self.log_y = {i for i, p in enumerate(self.panels)
-                      if log_y and p.kind == "scalar" and p.options.get("group") == "loss"}
+                      if (log_y and p.kind == "scalar" and p.options.get("group") == "loss")
+                      or model.spans_decades(runs, p)}
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
@@ -191,10 +193,10 @@ class Dashboard:
         imgui.end_child()
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
-        shown = [p for p, on in zip(self.panels, self.enabled, strict=True) if on]
+        shown = [(i, p) for i, (p, on) in enumerate(zip(self.panels, self.enabled, strict=True)) if on]
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
-        for i, panel in enumerate(shown):
-            if i % self.columns:
+        for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
+            if n % self.columns:
                 imgui.same_line()
             imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders)
             self._panel(panel, i)
@@ -336,6 +338,7 @@ class Dashboard:
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
         if changed:
             (self.log_y.add if log else self.log_y.discard)(index)
+        self._definitions(panel)
         span = None
         if index not in self._limits:  # a new plot, or a new x axis: show every sample
             span = self._x_span(panel)
@@ -343,16 +346,28 @@ class Dashboard:
                 implot.set_next_axis_to_fit(implot.ImAxis_.x1)
             else:  # set, not fitted: a fit would come from this frame's columns, and differ
                 implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
-        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
-            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
+        notes = [panel.note] if panel.note else []
+        if panel.options.get("group") == "grad":
+            notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
+        # the plot takes what the title, the definitions and the notes below it leave
+        height = max(80.0, imgui.get_content_region_avail().y
+                     - imgui.get_text_line_height_with_spacing() * len(notes) - 4)
+        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height)):
+            zero = model.zero_based(panel) and index not in self.log_y
+            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, 0 if zero else implot.AxisFlags_.auto_fit)
             if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
                 implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+            elif zero:  # memory reads from zero: a 1% change must not fill the panel
+                top = self._y_max(panel)
+                implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0,
+                                         imgui.Cond_.always)
             implot.setup_legend(implot.Location_.north_east)
             spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
             # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
             if self.axis == "step" and len(spes) == 1 and None not in spes:
-                implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
+                implot.setup_axis(implot.ImAxis_.x2, "epoch",  # on top, where the step axis is not
+                                  implot.AxisFlags_.no_grid_lines | implot.AxisFlags_.opposite)
                 lim = self._limits.get(index)  # the step axis of the last frame (x2 is set up first)
                 if lim is not None and lim[1] > lim[0]:
                     spe = float(spes.pop())
@@ -370,15 +385,43 @@ class Dashboard:
                              else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
                     self._trace(label, run, s, shade, plot_w, lim)
-                if "val/loss" in panel.keys:
+                if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
             self._cursor_line(index)
             self._end_plot()
-        notes = [panel.note] if panel.note else []
-        if panel.options.get("group") == "grad":
-            notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
         for n in notes:
-            imgui.text_wrapped(n)
+            imgui.text_disabled(n)
+
+    def _definitions(self, panel: model.Panel) -> int:
+        """Under the title, what the series are (``Recorder.define``, and what ``watch``
+        records): one dim line, ending in … when the panel is too narrow; every definition in
+        full on hover. Returns the lines it took."""
+        defs = model.definitions(self.runs, panel)
+        if not defs:
+            return 0
+        line = "; ".join(defs)
+        avail = imgui.get_content_region_avail().x
+        shown = line
+        if imgui.calc_text_size(line).x > avail:
+            lo, hi = 0, len(line)
+            while lo < hi:  # the longest prefix that fits with its ellipsis
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if imgui.calc_text_size(line[:mid] + "…").x <= avail else (lo, mid - 1)
+            shown = line[:lo] + "…"
+        imgui.text_disabled(shown)
+        if imgui.is_item_hovered():
+            imgui.set_tooltip("\n".join(defs))
+        return 1
+
+    def _y_max(self, panel: model.Panel) -> float:
+        """The largest finite value of a panel's series in every run (for zero-based panels)."""
+        key = ("ymax", panel.title, tuple(panel.keys))
+        hit = self._cache.get(key)
+        if hit is None:
+            tops = [float(np.nanmax(v)) for run in self.runs for k in panel.keys
+                    if (s := run.metrics.get(k)) is not None and len(v := s.value[np.isfinite(s.value)])]
+            hit = self._cache[key] = max(tops) if tops else 0.0
+        return hit
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
@@ -478,7 +521,8 @@ class Dashboard:
         steps, acc = run.best_so_far()
         if len(steps):
             x = run.coordinate(self.axis, steps)
-            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
+            implot.plot_stairs(f"best {model.best_metric(run)} so far · {run.name}", x, acc,
+                               _spec(rgb, alpha=0.6, weight=1.0))
             marks = model.best_marks(run)
             bx = run.coordinate(self.axis, np.array([marks.best_step]))
             implot.plot_scatter(f"best{' (saved)' if marks.best_saved else ' (NOT saved)'} · {run.name}",

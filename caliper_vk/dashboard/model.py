@@ -193,20 +193,41 @@ class BestMarks:
     text: str
 
 
+def best_metric(run: Run) -> str:
+    """The metric ``run`` names its best by (``Recorder(best=..., best_goal=...)``; default
+    ``val/loss``)."""
+    return (run.meta.get("best") or {}).get("metric", "val/loss")
+
+
+def best_goal(run: Run) -> str:
+    """Whether the best is the lowest (``"min"``) or the highest (``"max"``) value."""
+    s = run.metrics.get(best_metric(run))
+    return (s.goal if s is not None and s.goal else None) or (run.meta.get("best") or {}).get("goal", "min")
+
+
+def best_panel(panels: list[Panel], run: Run) -> int | None:
+    """The scalar panel that plots ``run``'s best metric: its best-so-far marks go there, on the
+    metric's own axis, whatever the goal."""
+    metric = best_metric(run)
+    return next((i for i, p in enumerate(panels) if p.kind == "scalar" and metric in p.keys), None)
+
+
 def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     """Best-so-far and saved-state marks for ``run``: where the best is, whether parameters were
-    saved there, and where the latest state is."""
+    saved there, and where the latest state is; the text names the metric and its goal."""
     snaps = [s for s, _ in run.snapshots]
     r = run.step_range
     latest = r[1] if r else None
+    metric = metric or best_metric(run)
     steps, acc = run.best_so_far(metric)
     if not len(steps):
-        return BestMarks(None, None, False, latest, snaps, "no validation measurements: no best-so-far")
+        return BestMarks(None, None, False, latest, snaps, f"no {metric} measurements: no best-so-far")
     b = run.best_step(metric)
     saved = b in snaps
     before = [s for s in snaps if s < b]
     after = [s for s in snaps if s > b]
-    text = f"best {_fmt(float(acc[-1]))} at step {b}"
+    goal = "highest" if best_goal(run) == "max" else "lowest"
+    text = f"best {metric} ({goal}) {_fmt(float(acc[-1]))} at step {b}"
     if saved:
         text += " (saved)"
     else:
@@ -215,6 +236,69 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     if latest is not None and latest != b:
         text += f"; latest state: step {latest}"
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
+
+
+def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
+    """True when every finite value of a scalar panel's series is positive and they span more
+    than ``decades`` powers of ten: such a panel opens on a logarithmic axis (a loss spike of
+    700 over losses of 0.05 otherwise flattens every curve onto the floor)."""
+    if panel.kind != "scalar" or zero_based(panel):
+        return False
+    lo, hi = math.inf, 0.0
+    for run in runs:
+        for k in panel.keys:
+            s = run.metrics.get(k)
+            if s is None or not len(s):
+                continue
+            v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+            v = v[np.isfinite(v)]
+            if not len(v):
+                continue
+            if v.min() <= 0:
+                return False
+            lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+    return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
+
+
+def zero_based(panel: Panel) -> bool:
+    """Panels read on a scale that starts at zero: memory (a 1% change must not look like a
+    doubling: 4.28e8 to 4.32e8 bytes on an auto-fitted axis fills the panel)."""
+    return panel.kind == "scalar" and panel.options.get("group") == "memory"
+
+
+def definitions(runs: list[Run], panel: Panel) -> list[str]:
+    """What the panel's series are, as recorded with ``Recorder.define`` (and the built-in
+    definitions of what ``watch`` records): one line per series that has one."""
+    out = []
+    for key in panel.keys:
+        desc, unit = None, None
+        for run in runs:
+            s = run.metrics.get(key)
+            if s is not None:
+                desc, unit = desc or s.description, unit or s.unit
+        desc = desc or BUILTIN_DEFINITIONS.get(key) or next(
+            (d for prefix, d in BUILTIN_PREFIXES if key.startswith(prefix)), None)
+        if desc or unit:
+            out.append(f"{key}: {desc or ''}{f' [{unit}]' if unit else ''}".replace(":  [", ": ["))
+    return out
+
+
+# Definitions of what caliper_vk.watch records per tensor or group, shown on the panels when
+# the run did not define the series itself (watch() defines the global ones in the run).
+BUILTIN_DEFINITIONS = {
+    "grad_norm/global_preclip": "L2 norm of all gradient entries before clipping (clip_grad_norm_)",
+}
+BUILTIN_PREFIXES = (
+    ("grad_norm/", "L2 norm of this parameter tensor's gradient"),
+    ("weight_norm/", "L2 norm of this parameter tensor"),
+    ("update_ratio/", "‖θ_k − θ_{k−1}‖ / max(‖θ_k‖, 1e-12) for this tensor"),
+    ("lr/", "learning rate of this parameter group"),
+    ("act/std/", "standard deviation of the activations in the last validation forward"),
+    ("act/zero_frac/", "fraction of exact zeros in the last validation forward"),
+    ("act/dead_frac/", "fraction of units that were zero for every inspected example"),
+    ("memory/cuda", "bytes torch's CUDA caching allocator has allocated (device memory)"),
+    ("memory/mps", "bytes torch's MPS allocator has allocated (device memory)"),
+)
 
 
 def clipping_text(run: Run) -> str | None:
