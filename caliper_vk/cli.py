@@ -177,10 +177,14 @@ def cmd_view(args) -> int:
     from .session import display_available
 
     paths = args.runs
+    shown = args.show
     if not paths:
-        from .runs import example_paths
+        from .runs import EXAMPLES, example_paths
 
         paths = example_paths()
+        # the examples differ in model, task and scale (one's loss spikes to 700): open on the
+        # first and keep the others a tick away in the sidebar
+        shown = shown or [next(iter(EXAMPLES))]
         if not paths:
             raise UserError("no run given and no example runs installed; pass a run directory, "
                             "or make the examples with: python -m caliper_vk.runs")
@@ -189,7 +193,8 @@ def cmd_view(args) -> int:
         if r.problems:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
-                   hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y)
+                   hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
+                   shown=shown)
     if args.png or not display_available():
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
@@ -263,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--panel", action="append", help="show panels whose title or metric matches "
                    "(repeatable; default: loss, task metrics, learning rate)")
     p.add_argument("--all", action="store_true", help="show every panel")
+    p.add_argument("--show", action="append", metavar="RUN",
+                   help="draw only these runs at first (repeatable; the others stay in the sidebar's run "
+                   "selector, hidden; default: every run given, or the first bundled example)")
     p.add_argument("--smoothing", type=float, default=0.0,
                    help="EMA weight in [0, 1) for a smoothed line beside each raw trace")
     p.add_argument("--columns", type=int, default=2, help="panels per row (default 2)")

@@ -105,3 +105,80 @@ def test_a_panel_spanning_more_than_two_decades_opens_on_a_log_axis(tmp_path):
         assert loss in dash.log_y  # and the toggle still turns it off
     finally:
         dash.close()
+
+
+def _spiky(tmp_path, name="spiky", spike=250.0, zeros=True):
+    rec = Recorder(tmp_path / name, steps_per_epoch=10)
+    rng = np.random.default_rng(1)
+    for s in range(1, 201):
+        rec.advance()
+        g = 0.0 if zeros and s % 50 == 0 else 0.5 + 0.1 * rng.random()
+        rec.log({"grad_norm/fc1.weight": spike if s == 4 else g, "lr/all": 3e-3})
+    rec.close()
+    return load_run(tmp_path / name)
+
+
+def test_outliers_do_not_set_the_scale_and_are_marked_at_the_edge(tmp_path, monkeypatch):
+    run = _spiky(tmp_path)
+    panels = {p.title: p for p in model.default_panels([run])}
+    grad = panels["Gradient norm per parameter"]
+    assert not model.spans_decades([run], grad)  # the zeros keep it linear
+    lo, hi = model.robust_limits([run], grad)
+    assert 0.3 < lo < 0.5 and 0.6 < hi < 0.7  # the 2% of zeros and the 250 spike lie outside
+    assert model.flat_limits([run], panels["Learning rate per group"]) == pytest.approx((2.7e-3, 3.3e-3))
+    assert model.robust_limits([run], panels["Learning rate per group"]) is None
+    marked = []
+    real = app.implot.plot_scatter
+
+    def spy(label, x, y, *rest):
+        if label.startswith("clipped"):
+            marked.append((np.asarray(x).copy(), np.asarray(y).copy()))
+        return real(label, x, y, *rest)
+
+    monkeypatch.setattr(app.implot, "plot_scatter", spy)
+    dash = app.Dashboard([run], size=(900, 500), panels=["Gradient norm per parameter"], columns=1)
+    try:
+        dash.render()
+        r = model.read_cursor(run, "grad_norm/fc1.weight", "step", 4)
+        assert r.value == 250.0  # the cursor still reads the raw value
+    finally:
+        dash.close()
+    up, down = marked[-2:]  # above the scale, then below it: each at its edge
+    assert up[0].tolist() == [4.0] and up[1].tolist() == [hi]
+    assert down[0].tolist() == [50.0, 100.0, 150.0, 200.0] and set(down[1].tolist()) == {lo}
+
+
+def test_run_selector_shows_hides_and_filters_with_stable_colours(tmp_path):
+    runs = [_spiky(tmp_path, f"run{k}") for k in range(3)]
+    with pytest.raises(ValueError, match="no run named nope; the runs are: run0, run1, run2"):
+        app.Dashboard(runs, size=(600, 400), shown=["nope"])
+    dash = app.Dashboard(runs, size=(900, 500), shown=["run1"])
+    try:
+        assert [r.name for r in dash.runs] == ["run1"]
+        colour = dash._rgb(runs[1])
+        dash.hidden.clear()
+        dash.run_filter = "RUN2"
+        dash._set_shown()
+        assert [r.name for r in dash.runs] == ["run2"]
+        dash.run_filter = ""
+        dash._set_shown()
+        assert [r.name for r in dash.runs] == ["run0", "run1", "run2"] and dash._rgb(runs[1]) == colour
+        assert dash.render().shape == (500, 900, 4)
+    finally:
+        dash.close()
+
+
+def test_view_without_runs_opens_on_the_first_example(capsys, monkeypatch):
+    from caliper_vk import cli
+
+    seen = {}
+    real = app.Dashboard.__init__
+
+    def spy(self, runs, **kw):
+        seen["shown"], seen["runs"] = kw.get("shown"), len(runs)
+        real(self, runs, **kw)
+
+    monkeypatch.setattr(app.Dashboard, "__init__", spy)
+    monkeypatch.setattr(app.Dashboard, "save_png", lambda self, out, frames=3: out)
+    assert cli.main(["view", "--png", "unused.png"]) == 0
+    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == 7

@@ -27,6 +27,14 @@ SIDEBAR = 330
 ARRAY_PX = 220
 
 
+NEUTRAL = (0.85, 0.85, 0.85)  # legend swatches of series drawn in every run's own colour
+
+
+def _series_shade(rgb, j: int) -> tuple:
+    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j."""
+    return tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb)
+
+
 def _col(rgb, a=1.0) -> imgui.ImVec4:
     return imgui.ImVec4(rgb[0], rgb[1], rgb[2], a)
 
@@ -57,16 +65,28 @@ class Dashboard:
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
-                 columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False):
+                 columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
+                 shown: list[str] | None = None):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
+        unknown = sorted(set(shown or ()) - {r.name for r in runs})
+        if unknown:
+            names = ", ".join(r.name for r in runs)
+            raise ValueError(f"no run named {', '.join(unknown)}; the runs are: {names}")
         if axis not in model.AXES:
             raise ValueError(f"axis must be one of {', '.join(model.AXES)}, got {axis!r}")
         if hist_mode not in ("overlay", "offset", "time"):
             raise ValueError(f"histogram mode must be overlay, offset or time, got {hist_mode!r}")
         if not 0.0 <= float(smoothing) < 1.0:
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
-        self.runs = runs
+        # every loaded run keeps its colour; the sidebar shows, hides and filters them
+        self.all_runs = list(runs)
+        self._colours = {id(r): PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self.hidden = {r.name for r in runs if shown and r.name not in shown}
+        self.run_filter = ""
+        self._limits: dict = {}
+        self._cache: dict = {}
+        self._set_shown()
         self.ui = ImGuiRenderer(size=size, window=window)
         # The main window covers the display: the overlay clears to its background colour and imgui
         # draws none (on lavapipe a full-screen layer of blended fragments costs ~7 ms per megapixel)
@@ -84,12 +104,12 @@ class Dashboard:
         self.columns = max(1, int(columns))
         self.history = max(1, int(history))
         self.hist_mode = hist_mode
-        self.panels = model.default_panels(runs)
+        self.panels = model.default_panels(self.all_runs)
         # scalar panels with a logarithmic y axis (toggled per panel): those whose positive values
         # span more than two decades, and with log_y the loss panels
         self.log_y = {i for i, p in enumerate(self.panels)
                       if (log_y and p.kind == "scalar" and p.options.get("group") == "loss")
-                      or model.spans_decades(runs, p)}
+                      or model.spans_decades(self.runs, p)}
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
@@ -104,13 +124,15 @@ class Dashboard:
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
         if cursor is None:  # the latest recorded progress of any run, on the chosen axis
-            ends = [run.coordinate(axis, np.array([run.step_range[1]]))[0] for run in runs if run.step_range]
+            ends = [run.coordinate(axis, np.array([run.step_range[1]]))[0]
+                    for run in self.runs if run.step_range]
             cursor = np.nanmax(ends) if ends and not np.all(np.isnan(ends)) else 0.0
         self.cursor = float(cursor)
         self._textures: dict = {}
+        self._items: dict = {}  # the legend of the panel being drawn: label -> colour
+        self._clip = None  # the robust y range of the panel being drawn, when one clips
+        self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
-        self._limits: dict = {}
-        self._cache: dict = {}
         self.closed = False
 
     # -- engine-drawn arrays -----------------------------------------------------------------
@@ -198,17 +220,50 @@ class Dashboard:
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
                 imgui.same_line()
-            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders)
+            # no scrollbar: one appearing for a frame would narrow the plot and redo its columns
+            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders,
+                              imgui.WindowFlags_.no_scrollbar)
             self._panel(panel, i)
             imgui.end_child()
         imgui.end_child()
         imgui.end()
         return events
 
+    def _rgb(self, run: Run) -> tuple:
+        return self._colours[id(run)]
+
+    def _set_shown(self) -> None:
+        """The runs drawn: those not hidden whose name contains the filter (case-insensitive).
+        Each keeps its colour whichever others are shown."""
+        f = self.run_filter.lower()
+        self.runs = [r for r in self.all_runs if r.name not in self.hidden and f in r.name.lower()]
+        self._limits.clear()  # refit the plots to the runs now shown
+        self._cache.clear()
+
+    def _run_selector(self) -> None:
+        """Show or hide each run, and filter them by name."""
+        if len(self.all_runs) > 1:
+            changed, self.run_filter = imgui.input_text_with_hint("##runfilter", "filter runs by name",
+                                                                   self.run_filter)
+            if changed:
+                self._set_shown()
+            imgui.same_line()
+            imgui.text_disabled(f"{len(self.runs)} of {len(self.all_runs)} shown")
+        for k, run in enumerate(self.all_runs):
+            if len(self.all_runs) > 1:
+                changed, on = imgui.checkbox(f"##show{k}", run.name not in self.hidden)
+                if changed:
+                    (self.hidden.discard if on else self.hidden.add)(run.name)
+                    self._set_shown()
+                imgui.same_line()
+            imgui.text_colored(_col(self._rgb(run), 1.0 if run in self.runs else 0.4), f"■ {run.name}")
+
     def _sidebar(self) -> None:
         imgui.text("Runs")
+        self._run_selector()
+        imgui.separator()
         for k, run in enumerate(self.runs):
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"■ {run.name}")
+            imgui.text_colored(_col(self._rgb(run)), f"■ {run.name}")
             r = run.step_range
             imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
                        f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
@@ -257,13 +312,14 @@ class Dashboard:
         for p, on in zip(self.panels, self.enabled, strict=True):
             if on and p.kind == "scalar":
                 keys.extend(p.keys)
+        keys = [k for k in keys if any(k in run.metrics for run in self.runs)]  # not only hidden runs
         for key in keys[:24]:
             imgui.text(key)
-            for k, run in enumerate(self.runs):
+            for run in self.runs:
                 r = model.read_cursor(run, key, self.axis, self.cursor)
                 if r.state == "not-recorded" and len(self.runs) > 1:
                     continue
-                imgui.text_colored(_col(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
+                imgui.text_colored(_col(self._rgb(run), 0.9 if r.state == "value" else 0.55),
                                    f"  {run.name}: {r.text}")
 
     # -- plots -------------------------------------------------------------------------------
@@ -350,18 +406,25 @@ class Dashboard:
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
         # the plot takes what the title, the definitions and the notes below it leave
+        rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
-                     - imgui.get_text_line_height_with_spacing() * len(notes) - 4)
-        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height)):
-            zero = model.zero_based(panel) and index not in self.log_y
-            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, 0 if zero else implot.AxisFlags_.auto_fit)
-            if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
+                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4)
+        self._items = {}
+        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
+            linear = index not in self.log_y
+            zero = model.zero_based(panel) and linear
+            robust = (self._robust(panel) or self._flat(panel)) if linear and not zero else None
+            fixed = zero or robust is not None
+            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, 0 if fixed else implot.AxisFlags_.auto_fit)
+            if not linear:  # values <= 0 have no place on it and are left out by ImPlot
                 implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
             elif zero:  # memory reads from zero: a 1% change must not fill the panel
                 top = self._y_max(panel)
                 implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0,
                                          imgui.Cond_.always)
-            implot.setup_legend(implot.Location_.north_east)
+            elif robust is not None:  # outliers do not set the scale; they are marked at the edge
+                implot.setup_axis_limits(implot.ImAxis_.y1, *robust, imgui.Cond_.always)
+            self._clip = robust if robust is not None and robust != self._flat(panel) else None
             spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
             # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
@@ -374,23 +437,53 @@ class Dashboard:
                     implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
             lim = self._view(index, fitting=index not in self._limits and span is None)
-            for k, run in enumerate(self.runs):
-                rgb = PALETTE[k % len(PALETTE)]
+            for run in self.runs:
+                rgb = self._rgb(run)
                 for j, key in enumerate(panel.keys):
                     s = run.metrics.get(key)
                     if s is None or not len(s):
                         continue
                     # one run: a colour per series; several runs: a colour per run, lighter per series
-                    shade = (PALETTE[j % len(PALETTE)] if len(self.runs) == 1
-                             else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
+                    shade = PALETTE[j % len(PALETTE)] if len(self.runs) == 1 else _series_shade(rgb, j)
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
+                    # the legend names series once: with several runs the colour is the run's
+                    # (keyed in the sidebar) and the shade the series'
+                    self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
             self._cursor_line(index)
             self._end_plot()
+            self._legend_rows[index] = self._draw_legend()
         for n in notes:
             imgui.text_disabled(n)
+
+    def _item(self, label: str, rgb) -> str:
+        """Note a plotted item for the panel's legend (drawn under the plot, never over the data)."""
+        self._items.setdefault(label, rgb)
+        return label
+
+    def _draw_legend(self) -> int:
+        """This panel's legend, under the plot: a swatch and a name per item, wrapped to the
+        panel's width. Returns the rows it took."""
+        avail = imgui.get_content_region_avail().x
+        x, rows = 0.0, 0
+        gap = imgui.get_style().item_spacing.x
+        if len(self.runs) > 1 and self._items:  # the run colours are keyed once, in the sidebar
+            imgui.text_disabled("colour = run, shade = series:")
+            x, rows = imgui.calc_text_size("colour = run, shade = series:").x, 1
+        for label, rgb in self._items.items():
+            w = imgui.calc_text_size("■ " + label).x
+            if x > 0 and x + gap + w <= avail:
+                imgui.same_line()
+                x += gap + w
+            else:
+                rows += 1
+                x = w
+            imgui.text_colored(_col(rgb), "■")
+            imgui.same_line(0, 4)
+            imgui.text(label)
+        return rows
 
     def _definitions(self, panel: model.Panel) -> int:
         """Under the title, what the series are (``Recorder.define``, and what ``watch``
@@ -412,6 +505,28 @@ class Dashboard:
         if imgui.is_item_hovered():
             imgui.set_tooltip("\n".join(defs))
         return 1
+
+    def _robust(self, panel: model.Panel) -> tuple[float, float] | None:
+        key = ("robust", panel.title, tuple(panel.keys))
+        if key not in self._cache:
+            self._cache[key] = model.robust_limits(self.runs, panel)
+        return self._cache[key]
+
+    def _flat(self, panel: model.Panel) -> tuple[float, float] | None:
+        key = ("flat", panel.title, tuple(panel.keys))
+        if key not in self._cache:
+            self._cache[key] = model.flat_limits(self.runs, panel)
+        return self._cache[key]
+
+    def _clipped(self, x: np.ndarray, y: np.ndarray, rgb) -> None:
+        """Samples outside a robust y range, drawn as triangles on the plot's edge (the cursor
+        still reads their raw values)."""
+        lo, hi = self._clip
+        for sel, edge, marker in ((y > hi, hi, implot.Marker_.up), (y < lo, lo, implot.Marker_.down)):
+            if sel.any():
+                implot.plot_scatter(f"clipped##{id(y)}{marker}", x[sel], np.full(int(sel.sum()), edge),
+                                    _spec(rgb, marker=marker))
+                self._item("outside the scale: at the edge (the cursor reads them)", (0.85, 0.85, 0.85))
 
     def _y_max(self, panel: model.Panel) -> float:
         """The largest finite value of a panel's series in every run (for zero-based panels)."""
@@ -503,36 +618,46 @@ class Dashboard:
         else:  # a placeholder is not part of the measured trace
             implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
                              _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+        if self._clip is not None:
+            self._clipped(x[i0:i1], t["measured"][i0:i1], rgb)
         if len(t["ph_x"]):
-            implot.plot_scatter(f"{label} placeholder (not a measurement)", t["ph_x"], t["ph_y"],
-                                _spec((0.6, 0.6, 0.6), marker=implot.Marker_.square))
+            grey = (0.6, 0.6, 0.6)
+            implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
+                                _spec(grey, marker=implot.Marker_.square))
         if len(t["bad_x"]):
-            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", t["bad_x"], _spec((1.0, 0.2, 0.8), alpha=0.7))
+            implot.plot_inf_lines(self._item("NaN/Inf (gap)", (1.0, 0.2, 0.8)), t["bad_x"],
+                                  _spec((1.0, 0.2, 0.8), alpha=0.7))
         if self.smoothing > 0:
             sm = self._smoothed(run, s, t)
-            spec = _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5)
+            spec_rgb = tuple(min(1.0, c + 0.35) for c in rgb)
+            spec = _spec(spec_rgb, alpha=0.9, weight=2.5)
             if reduce:  # a smoothed line is thinner than a column: its midpoint
                 c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
                 implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
             else:
                 implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
+            self._item("smoothed (EMA, beside the raw trace)", (0.85, 0.85, 0.85))
 
     def _best_marks(self, run: Run, rgb) -> None:
         steps, acc = run.best_so_far()
         if len(steps):
             x = run.coordinate(self.axis, steps)
-            implot.plot_stairs(f"best {model.best_metric(run)} so far · {run.name}", x, acc,
-                               _spec(rgb, alpha=0.6, weight=1.0))
+            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
+            one = len(self.runs) == 1
+            self._item(f"best {model.best_metric(run)} so far (stairs)", rgb if one else NEUTRAL)
             marks = model.best_marks(run)
             bx = run.coordinate(self.axis, np.array([marks.best_step]))
-            implot.plot_scatter(f"best{' (saved)' if marks.best_saved else ' (NOT saved)'} · {run.name}",
+            mark = (1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3)
+            saved = " (saved)" if marks.best_saved else " (NOT saved)"
+            implot.plot_scatter(self._item(f"best{saved}", mark),
                                 bx, np.array([marks.best_value]),
                                 _spec((1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3),
                                       marker=implot.Marker_.diamond))
         if run.snapshots:
             sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
-            implot.plot_inf_lines(f"saved snapshots · {run.name}", sx[np.isfinite(sx)],
-                                  _spec((0.5, 0.9, 0.5), alpha=0.45))
+            green = (0.5, 0.9, 0.5)
+            implot.plot_inf_lines(self._item("saved snapshots", green), sx[np.isfinite(sx)],
+                                  _spec(green, alpha=0.45))
         r = run.step_range
         if r:
             implot.tag_x(float(run.coordinate(self.axis, np.array([r[1]]))[0]), _col(rgb, 0.8))
@@ -541,10 +666,10 @@ class Dashboard:
         key = panel.keys[0]
         imgui.text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
                                   if self.hist_mode == "offset" else ""))
-        for k, run in enumerate(self.runs):
+        for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
             if f is not None:
                 imgui.same_line()
                 imgui.text(f"  outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
@@ -571,7 +696,7 @@ class Dashboard:
                     ys = np.concatenate([f.counts, f.counts[-1:]]).astype(np.float64) + off
                     implot.plot_stairs(f"step {f.step}{' (newest)' if age == 0 else ''}",
                                        f.edges.astype(np.float64), ys,
-                                       _spec(PALETTE[k % len(PALETTE)], alpha=alpha,
+                                       _spec(self._rgb(run), alpha=alpha,
                                              weight=2.0 if age == 0 else 1.0))
                 self._end_plot()
 
@@ -616,7 +741,7 @@ class Dashboard:
                 imgui.same_line()
             imgui.begin_group()
             f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
             if f is not None:
                 ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
                                               f"example {f.example}" if f.example else "",
@@ -657,7 +782,7 @@ class Dashboard:
             imgui.begin_group()
             w = int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share)))
             imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + w)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
+            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
             imgui.pop_text_wrap_pos()
             h = min(PANEL_HEIGHT - 60, w)
             tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),

@@ -260,6 +260,57 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
 
 
+def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
+    """Y limits that ignore outliers, as TensorBoard's "ignore outliers in chart scaling" does:
+    the 2nd..98th percentile of the panel's finite measured values, padded by a tenth of that
+    span on each side; None when every value already fits (nothing would be clipped) or there
+    are too few values to call any an outlier. Clipped values are still read by the cursor and
+    are marked at the plot's edge (see the app)."""
+    vals = []
+    for run in runs:
+        for k in panel.keys:
+            s = run.metrics.get(k)
+            if s is not None and len(s):
+                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+                vals.append(v[np.isfinite(v)])
+    v = np.concatenate(vals) if vals else np.zeros(0)
+    if len(v) < 20:
+        return None
+    lo, hi = (float(q) for q in np.percentile(v, [2.0, 98.0]))
+    pad = (hi - lo) * 0.1 if hi > lo else max(abs(hi) * 0.1, 1e-12)
+    lo, hi = lo - pad, hi + pad
+    vmin, vmax = float(v.min()), float(v.max())
+    if vmin >= lo and vmax <= hi:
+        return None
+    # keep the full range on a side whose extreme is within half a span of the robust edge
+    span = hi - lo
+    if vmin >= lo - 0.5 * span:
+        lo = min(lo, vmin)
+    if vmax <= hi + 0.5 * span:
+        hi = max(hi, vmax)
+    return (lo, hi) if (vmin < lo or vmax > hi) else None
+
+
+def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
+    """Y limits for a panel whose every finite value is one number (a constant learning rate):
+    ±10% around it, so 0.003 does not sit on an axis from -0.5 to 0.5 that reads as zero."""
+    seen = set()
+    for run in runs:
+        for k in panel.keys:
+            s = run.metrics.get(k)
+            if s is not None and len(s):
+                v = s.value[np.isfinite(s.value)]
+                if len(v):
+                    seen.update((float(v.min()), float(v.max())))
+                    if len(seen) > 1:
+                        return None
+    if len(seen) != 1:
+        return None
+    v = seen.pop()
+    pad = abs(v) * 0.1 if v != 0 else 1.0
+    return v - pad, v + pad
+
+
 def zero_based(panel: Panel) -> bool:
     """Panels read on a scale that starts at zero: memory (a 1% change must not look like a
     doubling: 4.28e8 to 4.32e8 bytes on an auto-fitted axis fills the panel)."""
@@ -271,6 +322,8 @@ def definitions(runs: list[Run], panel: Panel) -> list[str]:
     definitions of what ``watch`` records): one line per series that has one."""
     out = []
     for key in panel.keys:
+        if not any(key in run.metrics for run in runs):
+            continue  # a series only other (hidden) runs have
         desc, unit = None, None
         for run in runs:
             s = run.metrics.get(key)
