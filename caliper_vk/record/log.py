@@ -32,29 +32,31 @@ class RunFileError(ValueError):
     """A run file (log, run.json, event file) that cannot be read; the message names the file and field."""
 
 
-def encode_array(a) -> dict:
+def encode_array(a, raw: bool = False) -> dict:
+    """``{"dtype", "shape", "b64"}`` (little-endian bytes in base64), or with ``raw`` the bytes
+    themselves under ``"raw"`` (for the run file's sidecar)."""
     a = np.ascontiguousarray(a)
     if a.dtype.name not in ARRAY_DTYPES:
         a = a.astype(np.float32 if a.dtype.kind == "f" else np.int64)
-    return {"dtype": a.dtype.name, "shape": list(a.shape),
-            "b64": base64.b64encode(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()).decode()}
+    data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+    if raw:
+        return {"dtype": a.dtype.name, "shape": list(a.shape), "raw": data}
+    return {"dtype": a.dtype.name, "shape": list(a.shape), "b64": base64.b64encode(data).decode()}
 
 
 class Payload:
-    """An array's base64 text already decoded while a ``run.json`` was read (see
-    :func:`caliper_vk.record.run.run_from_json`): its bytes as a uint8 array, which
-    ``decode_array`` takes in place of the text and returns a view of (no copy); ``text()``
-    gives back the exact base64 text."""
+    """An array's bytes already in memory (a view of a ``run.json``'s memory-mapped sidecar),
+    which ``decode_array`` takes in place of base64 text and returns a view of (no copy). The
+    view may run past the array: ``decode_array`` takes the declared size from its start."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "problem")
 
-    def __init__(self, raw: bytes):
-        # copied out of the bytes object at once, so that it is freed before the next column is
-        # decoded: arrays then do not interleave with freed buffers on the heap
-        self.data = np.frombuffer(raw, np.uint8).copy()
+    def __init__(self, data: np.ndarray | None, problem: str = ""):
+        self.data, self.problem = data, problem  # no data: why (decode_array raises with it)
 
-    def text(self) -> str:
-        return base64.b64encode(self.data.tobytes()).decode("ascii")
+    @classmethod
+    def view(cls, data: np.ndarray) -> Payload:
+        return cls(data)
 
 
 def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
@@ -79,7 +81,10 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     if count > max_elements:
         raise RunFileError(f"{where}.shape: {count} elements is more than the {max_elements} allowed")
     if isinstance(data, Payload):
-        raw = data.data
+        if data.data is None:
+            raise RunFileError(f"{where}.{data.problem}")
+        want = count * np.dtype(dtype).itemsize
+        raw = data.data[:want]
         nbytes = raw.nbytes
     elif isinstance(data, str):
         try:

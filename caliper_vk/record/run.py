@@ -2,7 +2,10 @@
 
 ``load_run(path)`` takes a run directory, a ``log.jsonl``, a ``run.json`` or a
 directory of TensorBoard event files. Reading never executes anything: JSON
-only, arrays as base64 bytes with a whitelisted dtype. A record or entry
+only, arrays as raw little-endian bytes of a whitelisted dtype — in a
+``run.json`` of schema ``caliper-run/2`` they live in a binary sidecar that is
+memory-mapped on open (pages are read when a column is first touched), in a
+``caliper-run/1`` file and in the log they are base64. A record or entry
 that is malformed is skipped and described in ``run.problems`` (the rest of
 the run loads); a file that cannot be a run at all raises ``RunFileError``
 naming the file and field. The schema is in ``docs/run-format.md``.
@@ -10,14 +13,11 @@ naming the file and field. The schema is in ``docs/run-format.md``.
 
 from __future__ import annotations
 
-import base64
 import bisect
-import binascii
-import ctypes
 import json
 import math
 import os
-import sys
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,10 @@ import numpy as np
 
 from .log import Payload, RunFileError, decode_array, encode_array, number, read_log
 
-RUN_SCHEMA = "caliper-run/1"
+RUN_SCHEMA = "caliper-run/2"  # what save() writes: arrays in a memory-mapped sidecar
+READ_SCHEMAS = ("caliper-run/1", RUN_SCHEMA)  # what load_run reads (/1: arrays as base64 in the JSON)
+SIDECAR_MAGIC = b"caliper-run-data/1\n"
+SIDECAR_ALIGN = 64  # every array starts on a 64-byte boundary of the sidecar
 MAX_RUN_BYTES = 4 << 30
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
@@ -235,7 +238,9 @@ class Run:
         return np.array([f.step for f in frames]), recall, precision, classes
 
     # -- writing -------------------------------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self, encode_array=encode_array, schema: str = "caliper-run/1") -> dict:
+        """The run as a JSON document; arrays through ``encode_array`` (base64 in the document
+        by default; :meth:`save` passes a sidecar writer)."""
         def frames(items, enc):
             return {k: [enc(f) for f in v] for k, v in items.items()}
 
@@ -250,7 +255,7 @@ class Run:
             return d
 
         return {
-            "schema": RUN_SCHEMA, "name": self.name, "config": self.config, "meta": self.meta,
+            "schema": schema, "name": self.name, "config": self.config, "meta": self.meta,
             "status": self.status, "finite": self.finite, "ended": self.ended,
             "progress": {"step": encode_array(self.progress_step),
                          "epoch": None if self.progress_epoch is None else encode_array(self.progress_epoch),
@@ -270,21 +275,65 @@ class Run:
         }
 
     def save(self, path) -> Path:
-        """Write ``run.json`` atomically (a temporary file renamed over the old one)."""
+        """Write ``run.json`` (schema ``caliper-run/2``) and its sidecar of arrays, atomically.
+
+        The arrays go to ``run-<token>.bin`` beside ``path`` (written, synced, then renamed into
+        place), the document naming it goes to a temporary file renamed over ``path``, and only
+        then are older sidecars removed: a crash at any point leaves the old pair or the new one.
+        """
         path = Path(path)
-        text = json.dumps(_json_safe(self.to_json()), separators=(",", ":"), allow_nan=False)
-        fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=path.parent)
-        try:
-            os.chmod(tmp, 0o666 & ~_umask())  # as open() would make it (mkstemp makes it 0600)
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        sidecar = _SidecarWriter()
+        doc = self.to_json(sidecar.add, RUN_SCHEMA)
+        data_name = f"{path.stem}-{secrets.token_hex(6)}.bin"
+        doc["data"] = {"file": data_name, "bytes": sidecar.size}
+        _write_atomically(path.parent / data_name, sidecar.chunks)
+        text = json.dumps(_json_safe(doc), separators=(",", ":"), allow_nan=False).encode()
+        _write_atomically(path, [text])
+        for old in path.parent.glob(f"{path.stem}-*.bin"):  # sidecars of earlier saves
+            if old.name != data_name:
+                try:
+                    old.unlink()
+                except OSError:  # in use on a platform that cannot unlink an open file: left
+                    pass
         return path
+
+
+class _SidecarWriter:
+    """Arrays laid end to end, each on a SIDECAR_ALIGN boundary after the magic line; ``add``
+    returns the reference the document stores (``{"dtype", "shape", "at"}``)."""
+
+    def __init__(self):
+        self.chunks = [SIDECAR_MAGIC]
+        self.size = len(SIDECAR_MAGIC)
+
+    def add(self, a) -> dict:
+        ref = encode_array(a, raw=True)
+        data = ref.pop("raw")
+        pad = -self.size % SIDECAR_ALIGN
+        if pad:
+            self.chunks.append(b"\0" * pad)
+            self.size += pad
+        ref["at"] = self.size
+        self.chunks.append(data)
+        self.size += len(data)
+        return ref
+
+
+def _write_atomically(path: Path, chunks) -> None:
+    """``chunks`` into ``path`` by a synced temporary file renamed over it, with an ordinary
+    file's permissions (mkstemp makes 0600)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as f:
+            for c in chunks:
+                f.write(c)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _umask() -> int:
@@ -505,144 +554,55 @@ def run_from_json(path) -> Run:
     if size > MAX_RUN_BYTES:
         raise RunFileError(f"{path}: {size} bytes is more than the {MAX_RUN_BYTES} allowed for a run file")
     try:
-        doc = _read_json(path)
+        text = path.read_bytes()
+        refs = _Refs()
+        head = json.loads(text, object_hook=refs.hook) if b'"at"' in text else json.loads(text)
     except RecursionError:
         raise RunFileError(f"{path}: nested too deeply to be a run file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunFileError(f"{path}: not JSON ({str(exc)[:100]})") from None
-    run = run_from_doc(doc, path)
-    if size > 64 << 20:
-        del doc  # and with it the columns the run did not keep (step columns equal to another)
-        _release_free_heap()
-    return run
+    if isinstance(head, dict) and head.get("schema") == RUN_SCHEMA and "data" in head:
+        refs.resolve(head, path)
+    return run_from_doc(head, path)
 
 
-def _read_json(path: Path):
-    split = _split_payloads(path)
-    if split is None:  # a "b64" string that is not plain base64: read the file as it is
-        return json.loads(path.read_bytes())
-    text, payloads, placeholder = split
-    doc = json.loads(text, object_hook=lambda d: _take_payload(d, payloads, placeholder))
-    if isinstance(doc, dict):
-        for key in ("config", "meta", "problems"):  # passed through: give them their text back
-            if key in doc:
-                doc[key] = _restore_text(doc[key])
-    return doc
+class _Refs:
+    """Sidecar references (``{"dtype", "shape", "at"}``) found while a ``caliper-run/2``
+    document is parsed, given their bytes from the memory-mapped sidecar afterwards: each
+    becomes an array object whose data is a view of the mapping (no copy, nothing read yet)."""
 
+    def __init__(self):
+        self.found: list = []
 
-def _release_free_heap() -> None:
-    """Hand freed heap memory back to the system. glibc keeps what a large streamed read freed
-    between the arrays it kept (read buffers, decoded bytes: ~110 MB after a million-step
-    run.json), and a long-lived viewer would carry it; elsewhere this does nothing."""
-    if sys.platform.startswith("linux"):
+    def hook(self, d: dict) -> dict:
+        if "at" in d and "dtype" in d and "shape" in d and "b64" not in d:
+            self.found.append(d)
+        return d
+
+    def resolve(self, doc: dict, path: Path) -> None:
+        refs = self.found
+        data = doc.get("data")
+        name = data.get("file") if isinstance(data, dict) else None
+        if not isinstance(name, str) or "/" in name or "\\" in name or not name.endswith(".bin"):
+            raise RunFileError(f"{path.name}.data.file: expected the name of a .bin file beside it")
+        side = path.parent / name
         try:
-            ctypes.CDLL(None).malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
-
-
-_B64_KEY = b'"b64"'
-_JSON_SPACE = b" \t\n\r"
-_READ_CHUNK = 1 << 24
-
-
-def _split_payloads(path: Path):
-    """Read a ``run.json`` decoding every ``"b64"`` string as it streams past.
-
-    Returns ``(text, payloads, placeholder)``: the JSON text with each such string replaced by
-    ``placeholder + index``, and the decoded :class:`Payload` objects; or None when some ``"b64"``
-    string is not plain canonical base64 (the caller then parses the file as it is, and
-    ``decode_array`` names the field). A million-step column is so decoded once from the file's
-    bytes, never held as JSON text, a Python ``str`` and its bytes at once (a 245 MB file took
-    0.7 GB that way), and the file is never in memory whole.
-    """
-    placeholder = "\0" + os.urandom(8).hex() + ":"
-    escaped = placeholder.replace("\0", "\\u0000").encode()
-    text = bytearray()
-    payloads: list[Payload] = []
-    with open(path, "rb") as f:
-        buf, pos = f.read(_READ_CHUNK), 0
-
-        def more() -> int:
-            """Read on, keeping ``buf[pos:]``; returns how far offsets moved, or -1 at the end."""
-            nonlocal buf, pos
-            chunk = f.read(_READ_CHUNK)
-            if not chunk:
-                return -1
-            shift = pos
-            buf, pos = buf[pos:] + chunk, 0
-            return shift
-
-        while True:
-            i = buf.find(_B64_KEY, pos)
-            if i < 0:
-                keep = max(pos, len(buf) - len(_B64_KEY) + 1)  # a key may straddle the next read
-                text += buf[pos:keep]
-                pos = keep
-                if more() < 0:
-                    text += buf[pos:]
-                    return bytes(text), payloads, placeholder
+            size = side.stat().st_size
+        except OSError:
+            raise RunFileError(f"{path.name}: its arrays' file {name} is missing (copy it along with "
+                               "run.json, or open the run directory to read log.jsonl)") from None
+        if size != data.get("bytes"):
+            raise RunFileError(f"{path.name}.data: {name} has {size} bytes, the run says {data.get('bytes')}")
+        mm = np.memmap(side, np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        if bytes(mm[:len(SIDECAR_MAGIC)]) != SIDECAR_MAGIC:
+            raise RunFileError(f"{path.name}: {name} is not a Caliper array file")
+        for d in refs:
+            at = d.pop("at")
+            if not isinstance(at, int) or isinstance(at, bool) or not len(SIDECAR_MAGIC) <= at <= size:
+                d["b64"] = Payload(None, f"at: {str(at)[:20]!r} is not an offset into {name} "
+                                         f"({len(SIDECAR_MAGIC)}..{size})")
                 continue
-            # the key "b64", optional space, a colon, optional space, then a string's opening quote?
-            j, colon = i + len(_B64_KEY), False
-            while True:
-                if j >= len(buf):
-                    shift = more()
-                    if shift < 0:
-                        break
-                    j -= shift
-                    continue
-                if buf[j] in _JSON_SPACE:
-                    j += 1
-                elif buf[j] == 0x3A and not colon:  # ':'
-                    colon, j = True, j + 1
-                else:
-                    break
-            if not (colon and j < len(buf) and buf[j] == 0x22):  # '"'
-                text += buf[pos:j]
-                pos = j
-                continue
-            start = j + 1
-            end = buf.find(b'"', start)
-            while end < 0:
-                shift = more()
-                if shift < 0:
-                    return None  # an unterminated string: the JSON parser will say so
-                start -= shift
-                end = buf.find(b'"', start)
-            view = memoryview(buf)[start:end]
-            try:
-                raw = base64.b64decode(view, validate=True)
-            except (ValueError, binascii.Error):
-                return None
-            finally:
-                view.release()
-            rest = len(raw) % 3  # canonical (no spare bits set), so its text can be given back exactly
-            if end - start != 4 * ((len(raw) + 2) // 3) or (
-                    rest and base64.b64encode(raw[-rest:]) != buf[end - 4:end]):
-                return None
-            text += buf[pos:start]
-            text += escaped + str(len(payloads)).encode()
-            payloads.append(Payload(raw))
-            pos = end
-
-
-def _take_payload(d: dict, payloads: list, placeholder: str) -> dict:
-    v = d.get("b64")
-    if isinstance(v, str) and v.startswith(placeholder):
-        d["b64"] = payloads[int(v[len(placeholder):])]
-    return d
-
-
-def _restore_text(v):
-    """``v`` with every :class:`Payload` given back as its base64 text."""
-    if isinstance(v, Payload):
-        return v.text()
-    if isinstance(v, dict):
-        return {k: _restore_text(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_restore_text(x) for x in v]
-    return v
+            d["b64"] = Payload.view(mm[at:])  # decode_array takes its declared size from here
 
 
 def _same_steps(steps: np.ndarray, columns: list) -> np.ndarray:
@@ -654,6 +614,16 @@ def _same_steps(steps: np.ndarray, columns: list) -> np.ndarray:
             return c
     columns.append(steps)
     return steps
+
+
+def _column(obj, where: str, dtype) -> np.ndarray:
+    a = decode_array(obj, where)
+    if a.ndim != 1:
+        raise RunFileError(f"{where}: expected a 1-D column, got shape {a.shape}")
+    if np.dtype(dtype).kind == "i" and a.dtype.kind == "f" and not (
+            np.all(np.isfinite(a)) and np.all(a == np.floor(a))):
+        raise RunFileError(f"{where}: steps must be integers")
+    return a.astype(dtype, copy=False)
 
 
 def _list(doc: dict, key: str, name: str) -> list:
@@ -670,9 +640,9 @@ def run_from_doc(doc, path: Path) -> Run:
     if not isinstance(doc, dict):
         raise RunFileError(f"{name}: expected a JSON object at the top level")
     schema = doc.get("schema")
-    if schema != RUN_SCHEMA:
-        raise RunFileError(f"{name}.schema: {str(schema)[:40]!r} is not {RUN_SCHEMA!r}; this caliper-vk reads "
-                           f"{RUN_SCHEMA} files (a newer caliper-vk may read this one)")
+    if schema not in READ_SCHEMAS:
+        raise RunFileError(f"{name}.schema: {str(schema)[:40]!r} is not one of {', '.join(READ_SCHEMAS)}; "
+                           "this caliper-vk reads those (a newer caliper-vk may read this one)")
     b = _Builder(doc["name"] if isinstance(doc.get("name"), str) else path.parent.name)
     run = b.run
     run.source = path
@@ -688,13 +658,10 @@ def run_from_doc(doc, path: Path) -> Run:
     if not isinstance(progress, dict):
         raise RunFileError(f"{name}.progress: expected an object")
     try:
-        run.progress_step = decode_array(progress.get("step", []), f"{name}.progress.step").astype(
-            np.int64, copy=False)
-        run.progress_time = decode_array(progress.get("time", []), f"{name}.progress.time").astype(
-            np.float64, copy=False)
+        run.progress_step = _column(progress.get("step", []), f"{name}.progress.step", np.int64)
+        run.progress_time = _column(progress.get("time", []), f"{name}.progress.time", np.float64)
         if progress.get("epoch") is not None:
-            run.progress_epoch = decode_array(progress["epoch"], f"{name}.progress.epoch").astype(
-                np.float64, copy=False)
+            run.progress_epoch = _column(progress["epoch"], f"{name}.progress.epoch", np.float64)
         if len(run.progress_time) != len(run.progress_step) or (
                 run.progress_epoch is not None and len(run.progress_epoch) != len(run.progress_step)):
             raise RunFileError(f"{name}.progress: step, epoch and time differ in length")

@@ -201,14 +201,14 @@ def test_fuzzed_logs_load_or_raise_run_file_error(tmp_path, records, cut):
     assert run.status in ("running", "complete", "nonfinite", "interrupted", "failed")
 
 
-# -- run.json read with its base64 columns decoded as they stream past ----------------------------
+# -- run.json (caliper-run/2) with its arrays in a memory-mapped sidecar ---------------------------
 def _fields(run) -> dict:
     """Everything a Run holds, as comparable plain values."""
     import dataclasses
 
     def plain(v):
         if isinstance(v, np.ndarray):
-            return ("array", v.dtype.str, v.shape, v.tobytes())
+            return ("array", np.dtype(v.dtype).newbyteorder("=").str, v.shape, v.tobytes())
         if dataclasses.is_dataclass(v):
             return plain(dataclasses.asdict(v))
         if isinstance(v, dict):
@@ -217,28 +217,16 @@ def _fields(run) -> dict:
             return [plain(x) for x in v]
         return v
 
-    return {f.name: plain(getattr(run, f.name)) for f in dataclasses.fields(run) if f.name not in ("_tables",)}
-
-
-def _both_ways(path, monkeypatch, chunk=None):
-    """The run as read by the streaming reader (with ``chunk``-byte reads) and by plain json.loads."""
-    from caliper_vk.record import run as run_mod
-
-    if chunk:
-        monkeypatch.setattr(run_mod, "_READ_CHUNK", chunk)
-    fast = load_run(path)
-    monkeypatch.setattr(run_mod, "_split_payloads", lambda p: None)
-    plain = load_run(path)
-    monkeypatch.undo()
-    return fast, plain
+    skip = ("_tables", "source")
+    return {f.name: plain(getattr(run, f.name)) for f in dataclasses.fields(run) if f.name not in skip}
 
 
 def _rich_doc() -> dict:
     from caliper_vk.record.log import encode_array
 
     steps = np.arange(0, 50, dtype=np.int64)
-    return {"schema": RUN_SCHEMA, "name": "r", "status": "complete", "finite": True,
-            "config": {"b64": "QUJD", "arr": encode_array(np.arange(3)), "s": '"b64": "x"', "n": [{"b64": ""}]},
+    return {"schema": "caliper-run/1", "name": "r", "status": "complete", "finite": True,
+            "config": {"b64": "QUJD", "arr": encode_array(np.arange(3)), "s": '"b64": "x"', "at": 3},
             "meta": {"steps_per_epoch": 10},
             "progress": {"step": encode_array(steps), "epoch": encode_array(steps / 10),
                          "time": encode_array(steps * 0.5)},
@@ -252,60 +240,92 @@ def _rich_doc() -> dict:
             "arrays": {"a": [{"step": 2, "module": "m", "array": encode_array(np.ones((2, 3), np.float32))},
                              {"step": 3, "array": encode_array(np.zeros((0,), np.float32))}]},
             "confusions": {"c": [{"step": 1, "matrix": encode_array(np.eye(3, dtype=np.int64))}]},
-            "problems": [{"b64": "QQ=="}, "plain"]}
+            "problems": ["plain"]}
 
 
-@pytest.mark.parametrize("dump", [
-    lambda d: json.dumps(d, separators=(",", ":")),  # as Run.save writes it
-    json.dumps,  # "b64": "..." with a space
-    lambda d: json.dumps(d, indent=2).replace('"b64":', '"b64" \n\t:'),
+def _v1_and_v2(tmp_path):
+    """The same run as a caliper-run/1 file (base64 in the JSON) and as a /2 pair."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    old = load_run(_write(tmp_path / "v1", _rich_doc()))
+    new = load_run(old.save(tmp_path / "v2" / "run.json"))
+    return old, new
+
+
+def test_sidecar_run_equals_the_base64_run(tmp_path):
+    old, new = _v1_and_v2(tmp_path)
+    assert _fields(new) == _fields(old)
+    assert new.config == _rich_doc()["config"]  # keys named "b64" or "at" outside arrays keep their values
+    assert new.metrics["train/loss"].step is new.progress_step  # one shared step column
+    assert new.metrics["c/y"].step is new.progress_step and new.metrics["b/x"].step is new.progress_step
+    value = new.metrics["train/loss"].value
+    assert not value.flags.writeable and not value.flags.owndata  # a view of the mapping, not a copy
+    doc = json.loads((tmp_path / "v2" / "run.json").read_text())
+    assert doc["schema"] == "caliper-run/2" and '"b64"' not in json.dumps(doc["metrics"])
+
+
+def test_saving_again_replaces_the_sidecar(tmp_path):
+    old, _ = _v1_and_v2(tmp_path)
+    path = tmp_path / "v2" / "run.json"
+    first = json.loads(path.read_text())["data"]["file"]
+    old.save(path)
+    second = json.loads(path.read_text())["data"]["file"]
+    assert first != second and [p.name for p in path.parent.glob("run-*.bin")] == [second]
+    assert _fields(load_run(path)) == _fields(old)
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("missing", "its arrays' file run-.*bin is missing"),
+    ("short", "has .* bytes, the run says"),
+    ("magic", "is not a Caliper array file"),
+    ("name", "data.file: expected the name of a .bin file"),
 ])
-@pytest.mark.parametrize("chunk", [None, 5, 64, 1000])
-def test_streaming_read_equals_plain_json(tmp_path, monkeypatch, dump, chunk):
-    p = tmp_path / "run.json"
-    p.write_text(dump(_rich_doc()))
-    from caliper_vk.record.run import _split_payloads
+def test_a_damaged_sidecar_is_named(tmp_path, damage, message):
+    _v1_and_v2(tmp_path)
+    path = tmp_path / "v2" / "run.json"
+    doc = json.loads(path.read_text())
+    side = path.parent / doc["data"]["file"]
+    if damage == "missing":
+        side.unlink()
+    elif damage == "short":
+        side.write_bytes(side.read_bytes()[:-9])
+    elif damage == "magic":
+        side.write_bytes(b"x" * side.stat().st_size)
+    else:
+        doc["data"]["file"] = "../../etc/passwd.bin"
+        path.write_text(json.dumps(doc))
+    with pytest.raises(RunFileError, match=message):
+        load_run(path)
 
-    assert len(_split_payloads(p)[1]) == 18  # every "b64" string taken out, config and problems too
-    fast, plain = _both_ways(p, monkeypatch, chunk)
-    assert _fields(fast) == _fields(plain)
-    assert fast.config == _rich_doc()["config"]  # a "b64" key outside an array keeps its text
-    assert fast.metrics["train/loss"].step is fast.progress_step  # one shared step column
-    assert fast.metrics["c/y"].step is fast.progress_step and fast.metrics["b/x"].step is fast.progress_step
 
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(at=st.one_of(st.integers(-10, 1 << 40), st.just("7"), st.none()),
+       shape=st.one_of(st.lists(st.integers(0, 1 << 20), max_size=3), st.just("x")),
+       dtype=st.sampled_from(["float64", "int64", "uint8", "complex128", "object"]),
+       field=st.sampled_from(["progress.step", "metrics.train/loss.value", "arrays.a.0.array",
+                              "confusions.c.0.matrix"]))
+def test_fuzzed_sidecar_references_load_or_raise_run_file_error(tmp_path, at, shape, dtype, field):
+    """A reference that points outside the sidecar, has a strange shape or dtype, loads with the
+    entry reported missing, or raises RunFileError; never anything else, never out of bounds.
+    (A reference that is in bounds and well formed is a valid array and loads.)"""
+    import tempfile
 
-@pytest.mark.parametrize("b64", ["QR==", "QQ", "!!", "\\u0041AAA", "AAAA AAAA", 'QUJD\\"', ""])
-def test_streaming_read_falls_back_on_unusual_base64(tmp_path, monkeypatch, b64):
-    """Text that is not plain canonical base64 leaves the file to json.loads and decode_array:
-    the same run, the same problems, the same errors."""
-    doc = _rich_doc()
-    doc["metrics"]["train/loss"]["value"] = {"dtype": "uint8", "shape": [1], "b64": "PLACEHOLDER"}
-    text = json.dumps(doc).replace("PLACEHOLDER", b64)
-    p = tmp_path / "run.json"
-    p.write_text(text)
-    from caliper_vk.record.run import _split_payloads
-
-    assert (_split_payloads(p) is None) == (b64 != "")
+    d = Path(tempfile.mkdtemp(dir=tmp_path))
+    old = load_run(_write(d, _rich_doc(), "v1.json"))
+    path = old.save(d / "run.json")
+    doc = json.loads(path.read_text())
+    node = doc
+    parts = field.split(".")
+    for k in parts[:-1]:
+        node = node[int(k)] if k.isdigit() else node[k]
+    node[parts[-1]] = {"dtype": dtype, "shape": shape, "at": at}
+    path.write_text(json.dumps(doc))
     try:
-        fast, plain = _both_ways(p, monkeypatch)
-    except RunFileError as exc:
-        with pytest.raises(RunFileError, match="not JSON"):
-            json.loads(text)
-        assert "not JSON" in str(exc)
-        return
-    assert _fields(fast) == _fields(plain)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(doc=st.dictionaries(keys | st.just("b64"), json_values | st.sampled_from(["QUJD", "QQ==", "", "QR=="]),
-                           max_size=8),
-       chunk=st.sampled_from([3, 17, 1 << 24]))
-def test_fuzzed_streaming_read_equals_plain_json(tmp_path, monkeypatch, doc, chunk):
-    doc["schema"] = RUN_SCHEMA
-    doc.setdefault("config", {"b64": "QUJD", "x": {"b64": doc.get("b64", "")}})
-    p = _write(tmp_path, doc)
-    try:
-        fast, plain = _both_ways(p, monkeypatch, chunk)
+        run = load_run(path)
     except RunFileError:
-        return  # (both raise: _both_ways reads the fast way first, and a file is one or the other)
-    assert _fields(fast) == _fields(plain)
+        return
+    size = (path.parent / doc["data"]["file"]).stat().st_size
+    valid = (isinstance(at, int) and isinstance(shape, list) and dtype in ("float64", "int64", "uint8")
+             and 19 <= at and at + np.prod(shape, dtype=np.int64) * np.dtype(dtype).itemsize <= size)
+    reported = any(p.startswith("run.json." + field.split(".")[0]) for p in run.problems)
+    assert valid or reported, run.problems
