@@ -49,10 +49,11 @@ class Payload:
     which ``decode_array`` takes in place of base64 text and returns a view of (no copy). The
     view may run past the array: ``decode_array`` takes the declared size from its start."""
 
-    __slots__ = ("data", "problem")
+    __slots__ = ("data", "decoded", "problem")
 
     def __init__(self, data: np.ndarray | None, problem: str = ""):
         self.data, self.problem = data, problem  # no data: why (decode_array raises with it)
+        self.decoded: dict = {}  # (dtype, shape) -> the array already made from these bytes
 
     @classmethod
     def view(cls, data: np.ndarray) -> Payload:
@@ -83,6 +84,9 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     if isinstance(data, Payload):
         if data.data is None:
             raise RunFileError(f"{where}.{data.problem}")
+        hit = data.decoded.get((dtype, tuple(shape)))
+        if hit is not None:  # the same stored column referenced again: the same array
+            return hit
         want = count * np.dtype(dtype).itemsize
         raw = data.data[:want]
         nbytes = raw.nbytes
@@ -98,8 +102,10 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
     if nbytes != count * dt.itemsize:
         raise RunFileError(f"{where}: {nbytes} bytes of data for shape {shape} of {dtype} "
                            f"({count * dt.itemsize} expected)")
-    if isinstance(raw, np.ndarray):  # decoded while the file was read: a view, not a copy
-        return raw.view(dt).astype(np.dtype(dtype), copy=False).reshape(shape)
+    if isinstance(raw, np.ndarray):  # the sidecar's mapping: a view, not a copy
+        out = raw.view(dt).astype(np.dtype(dtype), copy=False).reshape(shape)
+        data.decoded[(dtype, tuple(shape))] = out
+        return out
     return np.frombuffer(raw, dtype=dt).astype(np.dtype(dtype)).reshape(shape)
 
 

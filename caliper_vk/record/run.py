@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import mmap
 import os
 import secrets
 import tempfile
@@ -305,8 +306,12 @@ class _SidecarWriter:
     def __init__(self):
         self.chunks = [SIDECAR_MAGIC]
         self.size = len(SIDECAR_MAGIC)
+        self._seen: dict = {}  # id(array) -> (array, reference): a shared column is stored once
 
     def add(self, a) -> dict:
+        hit = self._seen.get(id(a))
+        if hit is not None and hit[0] is a:  # series logged together share one step column
+            return dict(hit[1])
         ref = encode_array(a, raw=True)
         data = ref.pop("raw")
         pad = -self.size % SIDECAR_ALIGN
@@ -316,6 +321,7 @@ class _SidecarWriter:
         ref["at"] = self.size
         self.chunks.append(data)
         self.size += len(data)
+        self._seen[id(a)] = (a, dict(ref))
         return ref
 
 
@@ -395,6 +401,7 @@ class _Builder:
         self.scalars: dict[str, list] = {}
         self.defs: dict[str, dict] = {}
         self.progress: dict[int, tuple] = {}
+        self._edges: dict = {}  # (lo, hi, bins) -> the edges histogram frames share
 
     def add(self, rec: dict, where: str) -> None:
         t = rec["t"]
@@ -444,7 +451,8 @@ class _Builder:
         counts = decode_array(rec.get("counts"), f"{where}.counts")
         if counts.ndim != 1 or not len(counts):
             raise RunFileError(f"{where}.counts: expected a non-empty list of bin counts")
-        if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.floor(counts)):
+        if (counts.min() < 0) if counts.dtype.kind in "iub" else (
+                not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts != np.floor(counts))):
             raise RunFileError(f"{where}.counts: bin counts must be non-negative integers (found NaN, "
                                f"a negative or a fraction)")
         if "edges" in rec:
@@ -455,7 +463,11 @@ class _Builder:
             lo, hi = number(rec.get("lo"), f"{where}.lo"), number(rec.get("hi"), f"{where}.hi")
             if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
                 raise RunFileError(f"{where}.lo/hi: expected a finite range with lo < hi, got [{lo}, {hi}]")
-            edges = np.linspace(lo, hi, len(counts) + 1)
+            key = (lo, hi, len(counts))
+            edges = self._edges.get(key)
+            if edges is None:  # frames of one histogram share their edges (read-only)
+                edges = self._edges[key] = np.linspace(lo, hi, len(counts) + 1)
+                edges.flags.writeable = False
         extra = {k: _count(rec.get(k, 0), f"{where}.{k}") for k in ("below", "above", "nan", "inf")}
         self.run.histograms.setdefault(name, []).append(
             HistFrame(step, edges, counts.astype(np.int64), **extra))
@@ -593,24 +605,44 @@ class _Refs:
                                "run.json, or open the run directory to read log.jsonl)") from None
         if size != data.get("bytes"):
             raise RunFileError(f"{path.name}.data: {name} has {size} bytes, the run says {data.get('bytes')}")
-        mm = np.memmap(side, np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        # a plain read-only array over the mapping (np.memmap's subclass hooks cost ~20 us per
+        # slice: a run with thousands of frames spent most of its open in them)
+        with open(side, "rb") as f:
+            mm = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8) if size else \
+                np.zeros(0, np.uint8)
         if bytes(mm[:len(SIDECAR_MAGIC)]) != SIDECAR_MAGIC:
             raise RunFileError(f"{path.name}: {name} is not a Caliper array file")
+        views: dict = {}
         for d in refs:
             at = d.pop("at")
             if not isinstance(at, int) or isinstance(at, bool) or not len(SIDECAR_MAGIC) <= at <= size:
                 d["b64"] = Payload(None, f"at: {str(at)[:20]!r} is not an offset into {name} "
                                          f"({len(SIDECAR_MAGIC)}..{size})")
                 continue
-            d["b64"] = Payload.view(mm[at:])  # decode_array takes its declared size from here
+            # one payload per offset: references to one stored column decode to one array
+            d["b64"] = views.setdefault(at, Payload.view(mm[at:]))  # decode_array sizes it
+
+
+def _checked_steps(stored: np.ndarray, where: str, columns: list) -> tuple:
+    """A metric's step column, checked (non-negative integers), sorted if it was not (with the
+    order to apply to its values, else None), and shared with an equal column read before."""
+    if len(stored) and (stored.min() < 0 if stored.dtype.kind in "iub" else (
+            not np.all(np.isfinite(stored)) or stored.min() < 0 or not np.all(stored == np.floor(stored)))):
+        raise RunFileError(f"{where}.step: steps must be non-negative integers")
+    steps = stored.astype(np.int64, copy=False)
+    order = None
+    if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):  # recorded in order: nothing to do
+        order = np.argsort(steps, kind="stable")
+        steps = steps[order]
+    return _same_steps(steps, columns), order
 
 
 def _same_steps(steps: np.ndarray, columns: list) -> np.ndarray:
     """``steps``, or an equal step column read before (metrics logged together share one array:
     ten scalars over a million steps hold one 8 MB step column, not ten)."""
     for c in columns:
-        if c.shape == steps.shape and (not len(c) or (c[0] == steps[0] and c[-1] == steps[-1])) \
-                and np.array_equal(c, steps):
+        if c is steps or (c.shape == steps.shape and (not len(c) or (c[0] == steps[0] and c[-1] == steps[-1]))
+                          and np.array_equal(c, steps)):
             return c
     columns.append(steps)
     return steps
@@ -672,31 +704,32 @@ def run_from_doc(doc, path: Path) -> Run:
     if not isinstance(metrics, dict):
         raise RunFileError(f"{name}.metrics: expected an object of name: series")
     finite = True
+    known_finite = isinstance(doc.get("finite"), bool)  # else found out from every value below
     step_columns = [run.progress_step]
+    checked: dict = {}  # id(stored step column) -> (column, its order or None): checked once
     for k, m in metrics.items():
         where = f"{name}.metrics[{k!r}]"
         try:
             if not isinstance(m, dict):
                 raise RunFileError(f"{where}: expected an object")
-            steps = decode_array(m.get("step"), f"{where}.step")
+            stored = decode_array(m.get("step"), f"{where}.step")
             values = decode_array(m.get("value"), f"{where}.value").astype(np.float64, copy=False)
-            if steps.shape != values.shape or steps.ndim != 1:
+            if stored.shape != values.shape or stored.ndim != 1:
                 raise RunFileError(f"{where}: step and value differ in length")
-            if len(steps) and (steps.min() < 0 if steps.dtype.kind in "iub" else (
-                    not np.all(np.isfinite(steps)) or steps.min() < 0 or not np.all(steps == np.floor(steps)))):
-                raise RunFileError(f"{where}.step: steps must be non-negative integers")
-            steps = steps.astype(np.int64, copy=False)
-            if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):  # recorded in order: nothing to do
-                order = np.argsort(steps, kind="stable")
-                steps, values = steps[order], values[order]
-            steps = _same_steps(steps, step_columns)
+            hit = checked.get(id(stored))
+            if hit is None or hit[0] is not stored:
+                hit = checked[id(stored)] = (stored, *_checked_steps(stored, where, step_columns))
+            _, steps, order = hit
+            if order is not None:
+                values = values[order]
             ph = m.get("placeholder_steps") or []
             if not isinstance(ph, list) or not all(isinstance(x, int) for x in ph):
                 raise RunFileError(f"{where}.placeholder_steps: expected a list of steps")
             goal = m.get("goal")
             if goal not in (None, "min", "max"):
                 raise RunFileError(f"{where}.goal: expected 'min', 'max' or null")
-            finite &= bool(np.all(np.isfinite(values)))
+            if not known_finite:
+                finite &= bool(np.all(np.isfinite(values)))
             run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else np.zeros(len(steps), bool),
                                     _text(m.get("unit"), f"{where}.unit"),
                                     _text(m.get("description"), f"{where}.description"), goal)
