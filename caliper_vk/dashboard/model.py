@@ -238,6 +238,23 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
 
 
+ROBUST_SAMPLE = 200_000  # values per series the robust scale is estimated from
+
+
+def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
+    """(min, max) of the finite values of ``v`` (None, None when there are none), without a
+    filtered copy unless a NaN or an infinity is present."""
+    if not len(v):
+        return None, None
+    lo, hi = float(np.min(v)), float(np.max(v))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        f = v[np.isfinite(v)]
+        if not len(f):
+            return None, None
+        lo, hi = float(f.min()), float(f.max())
+    return lo, hi
+
+
 def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     """True when every finite value of a scalar panel's series is positive and they span more
     than ``decades`` powers of ten: such a panel opens on a logarithmic axis (a loss spike of
@@ -251,12 +268,12 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
             if s is None or not len(s):
                 continue
             v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-            v = v[np.isfinite(v)]
-            if not len(v):
+            vmin, vmax = _finite_extremes(v)
+            if vmin is None:
                 continue
-            if v.min() <= 0:
+            if vmin <= 0:
                 return False
-            lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+            lo, hi = min(lo, vmin), max(hi, vmax)
     return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
 
 
@@ -272,6 +289,8 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
             s = run.metrics.get(k)
             if s is not None and len(s):
                 v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+                if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
+                    v = v[:: -(-len(v) // ROBUST_SAMPLE)]
                 vals.append(v[np.isfinite(v)])
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
@@ -279,8 +298,14 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     lo, hi = (float(q) for q in np.percentile(v, [2.0, 98.0]))
     pad = (hi - lo) * 0.1 if hi > lo else max(abs(hi) * 0.1, 1e-12)
     lo, hi = lo - pad, hi + pad
-    vmin, vmax = float(v.min()), float(v.max())
-    if vmin >= lo and vmax <= hi:
+    vmin, vmax = None, None
+    for run in runs:  # the true extremes, every sample
+        for k in panel.keys:
+            if (s := run.metrics.get(k)) is not None and len(s):
+                a, b = _finite_extremes(s.value[~s.placeholder] if s.placeholder.any() else s.value)
+                if a is not None:
+                    vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
+    if vmin is None or (vmin >= lo and vmax <= hi):
         return None
     # keep the full range on a side whose extreme is within half a span of the robust edge
     span = hi - lo
@@ -299,9 +324,9 @@ def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
         for k in panel.keys:
             s = run.metrics.get(k)
             if s is not None and len(s):
-                v = s.value[np.isfinite(s.value)]
-                if len(v):
-                    seen.update((float(v.min()), float(v.max())))
+                a, b = _finite_extremes(s.value)
+                if a is not None:
+                    seen.update((a, b))
                     if len(seen) > 1:
                         return None
     if len(seen) != 1:
