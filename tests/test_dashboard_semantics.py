@@ -182,3 +182,61 @@ def test_view_without_runs_opens_on_the_first_example(capsys, monkeypatch):
     monkeypatch.setattr(app.Dashboard, "save_png", lambda self, out, frames=3: out)
     assert cli.main(["view", "--png", "unused.png"]) == 0
     assert seen["shown"] == ["digits_mlp"] and seen["runs"] == 7
+
+
+def _probe_run(tmp_path):
+    rec = Recorder(tmp_path / "probe", steps_per_epoch=10)
+    for s in range(1, 41):
+        rec.advance()
+        rec.log({"train/loss": 1.0 / s})
+        if s % 10 == 0:
+            a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * s
+            rec.probe("attn", a if s != 30 else a[:1], module="blocks.0.attn", example="probe string 'abc'")
+            hidden = np.arange(6, dtype=np.float32).reshape(2, 3) + s
+            rec.probe("hidden", hidden, module="relu1", example="val[0]")
+    rec.close()
+    return load_run(tmp_path / "probe")
+
+
+def test_cell_index_follows_the_views_own_pixel_mapping():
+    from caliper_vk.views import Heatmap, Images
+
+    h = Heatmap(np.zeros((3, 5), np.float32))
+    assert h.cell_at(0, 0, 50, 30) == (0, 0) and h.cell_at(49, 29, 50, 30) == (2, 4)
+    assert h.cell_at(50, 0, 50, 30) is None
+    im = Images(np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4))
+    rgba, _ = im.reference_with_stats(60, 40)
+    seen = {im.cell_at(x, y, 60, 40) for y in range(40) for x in range(60)} - {None}
+    assert {(t, r, c) for t in range(2) for r in range(3) for c in range(4)} == seen
+    for y in range(40):  # a pixel maps to a cell exactly where the twin draws a tile's colour
+        for x in range(60):
+            bg = tuple(rgba[y, x]) == (22, 22, 26, 255)
+            assert (im.cell_at(x, y, 60, 40) is None) == bg
+
+
+def test_cell_trace_reads_every_frame_with_gaps_where_there_is_no_cell(tmp_path):
+    run = _probe_run(tmp_path)
+    steps, values = model.cell_trace(run.arrays["attn"], (1, 2, 3))
+    assert steps.tolist() == [10, 20, 30, 40]
+    assert values[[0, 1, 3]].tolist() == [23 * 10, 23 * 20, 23 * 40] and np.isnan(values[2])  # step 30: 1 head
+    f = run.frame_at(run.arrays["attn"], 20)
+    assert model.cell_text(f, (1, 2, 3)) == ("460 at [1, 2, 3] of shape (2, 3, 4); module blocks.0.attn, "
+                                             "example probe string 'abc'; frame from step 20")
+
+
+def test_a_pinned_cell_is_shown_under_its_panel(tmp_path, monkeypatch):
+    run = _probe_run(tmp_path)
+    texts, traces = [], []
+    real_text, real_scatter = app.imgui.text, app.implot.plot_scatter
+    monkeypatch.setattr(app.imgui, "text", lambda t, *a: (texts.append(t), real_text(t, *a))[1])
+    monkeypatch.setattr(app.implot, "plot_scatter", lambda label, x, y, *a: (
+        traces.append((label, np.array(y))), real_scatter(label, x, y, *a))[1])
+    dash = app.Dashboard([run], size=(1200, 800), panels=["Array hidden"], columns=1, cursor=25)
+    try:
+        dash.pin_cell("hidden", (1, 2))
+        dash.render()
+    finally:
+        dash.close()
+    assert "25 at [1, 2] of shape (2, 3); module relu1, example val[0]; frame from step 20" in texts
+    cell = [y for label, y in traces if label.startswith("cell##pin")]
+    assert cell and cell[-1].tolist() == [15.0, 25.0, 35.0, 45.0]

@@ -25,6 +25,8 @@ PALETTE = [(0.35, 0.65, 1.0), (1.0, 0.55, 0.2), (0.45, 0.85, 0.4), (0.95, 0.35, 
 PANEL_HEIGHT = 270
 SIDEBAR = 330
 ARRAY_PX = 220
+TRACE_PX = 90  # the least height of a cell's trace beside an array panel's image
+TRACE_W = 320  # its width
 
 
 NEUTRAL = (0.85, 0.85, 0.85)  # legend swatches of series drawn in every run's own colour
@@ -130,6 +132,7 @@ class Dashboard:
         self.cursor = float(cursor)
         self._textures: dict = {}
         self._items: dict = {}  # the legend of the panel being drawn: label -> colour
+        self.pinned: dict = {}  # (run name, array key) -> the probe index whose readout is shown
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
@@ -756,7 +759,78 @@ class Dashboard:
                 tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
                                          self._array_data(a), size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
+                self._cell_readout(("a", k, key), run, key, f, tex.size)
             imgui.end_group()
+
+    def pin_cell(self, key: str, index, run: str | None = None) -> None:
+        """Show cell ``index`` of array probe ``key`` (of run ``run``, default every run that has
+        it) under its panel: its value at the cursor's frame and its trace over every frame, as
+        a click on the cell does. ``index=None`` unpins."""
+        for r in self.all_runs:
+            if run in (None, r.name) and key in r.arrays:
+                if index is None:
+                    self.pinned.pop((r.name, key), None)
+                else:
+                    self.pinned[(r.name, key)] = tuple(int(i) for i in np.atleast_1d(index))
+
+    def _hovered_cell(self, tex_key, shape: tuple, size) -> tuple | None:
+        """The probe index under the mouse on the image just drawn, by its view's own mapping."""
+        held = self._canvases.get(tex_key)
+        if held is None or not imgui.is_item_hovered():
+            return None
+        p0, m = imgui.get_item_rect_min(), imgui.get_mouse_pos()
+        cell = held[2].cell_at(int(m.x - p0.x), int(m.y - p0.y), *size)
+        if cell is None:
+            return None
+        if len(shape) <= 1:
+            return (cell[1],)
+        if len(shape) == 2:
+            return tuple(cell)
+        tile, row, col = cell
+        return (*np.unravel_index(tile, shape[:-2]), row, col)
+
+    def _cell_readout(self, tex_key, run: Run, key: str, frame, size) -> None:
+        """Hovering a cell shows its value, index, the probe's identity and the frame's step, and
+        its trace over every frame; a click pins it under the panel."""
+        shape = tuple(np.shape(frame.array))
+        hovered = self._hovered_cell(tex_key, shape, size)
+        if hovered is not None:
+            if imgui.is_mouse_clicked(0):
+                self.pinned[(run.name, key)] = hovered
+            imgui.begin_tooltip()
+            imgui.text(model.cell_text(frame, hovered))
+            self._cell_trace(f"##hover{key}", run, key, hovered)
+            imgui.text_disabled("click to pin it under the panel")
+            imgui.end_tooltip()
+        pinned = self.pinned.get((run.name, key))
+        if pinned is not None:  # beside the image: the panel is wider than the square image
+            inside = len(pinned) == len(shape) and all(0 <= i < n for i, n in zip(pinned, shape, strict=True))
+            imgui.same_line()
+            imgui.begin_group()
+            imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + TRACE_W)
+            imgui.text(model.cell_text(frame, pinned) if inside else
+                       f"cell [{', '.join(map(str, pinned))}]: not in this frame (shape {shape})")
+            imgui.pop_text_wrap_pos()
+            self._cell_trace(f"##pin{run.name}{key}", run, key, pinned,
+                             max(TRACE_PX, size[1] - 3 * imgui.get_text_line_height_with_spacing()))
+            imgui.end_group()
+
+    def _cell_trace(self, plot_id: str, run: Run, key: str, index: tuple, height: float = TRACE_PX) -> None:
+        """One cell over every frame of the probe: a marker per frame (the steps between frames
+        have no value and stay empty), the cursor's frame highlighted."""
+        steps, values = model.cell_trace(run.arrays[key], index)
+        x = run.coordinate(self.axis, steps)
+        if self._begin_plot(plot_id, imgui.ImVec2(TRACE_W, height), implot.Flags_.no_legend):
+            implot.setup_axes("", "", 0, implot.AxisFlags_.auto_fit)
+            known = x[np.isfinite(x)]
+            if len(known):
+                implot.setup_axis_limits(implot.ImAxis_.x1, float(known.min()) - 0.5, float(known.max()) + 0.5,
+                                         imgui.Cond_.always)
+            # markers only: a frame is a sample, and between two frames nothing was recorded
+            implot.plot_scatter(f"cell{plot_id}", x, values,
+                                _spec(self._rgb(run), marker=implot.Marker_.circle))
+            implot.tag_x(self.cursor, _col((1, 1, 1), 0.6))
+            self._end_plot()
 
     def _confusion_panel(self, panel: model.Panel, index: int) -> None:
         from ..views import Confusion

@@ -151,6 +151,28 @@ def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object |
     return f, f"frame from step {f.step}{same}"
 
 
+def cell_trace(frames: list, index: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The value of one cell (``index`` into a probe's array) in every recorded frame: (steps,
+    values), NaN where a frame has no such cell (another shape). The dashboard draws it with a
+    marker per frame, so the steps between frames, where nothing was recorded, stay gaps."""
+    steps = np.array([f.step for f in frames], dtype=np.float64)
+    values = np.full(len(frames), np.nan)
+    for i, f in enumerate(frames):
+        a = np.asarray(f.array)
+        if a.ndim == len(index) and all(0 <= j < n for j, n in zip(index, a.shape, strict=True)):
+            values[i] = float(a[index])
+    return steps, values
+
+
+def cell_text(frame, index: tuple) -> str:
+    """What a cell readout says: the value, the index, the probe's identity, the frame's step."""
+    a = np.asarray(frame.array)
+    ident = ", ".join(x for x in (f"module {frame.module}" if frame.module else "",
+                                  f"example {frame.example}" if frame.example else "") if x)
+    return (f"{_fmt(float(a[index]))} at [{', '.join(map(str, index))}] of shape {tuple(a.shape)}"
+            f"{'; ' + ident if ident else ''}; frame from step {frame.step}")
+
+
 def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
     """Exponential moving average drawn *beside* the raw trace (alpha: weight of the history,
     0 = none). NaN samples are skipped, not propagated; they stay gaps in the raw trace."""

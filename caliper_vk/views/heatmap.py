@@ -124,6 +124,14 @@ class Heatmap(RangedView):
         p[HM.BG] = _exact.pack_rgba(BACKGROUND)
         return p
 
+    def cell_at(self, x: int, y: int, width: int, height: int) -> tuple[int, int] | None:
+        """The (row, col) drawn at pixel (x, y) of a ``width`` x ``height`` panel, by the
+        shader's own integer mapping (``row = y * rows // height``); None outside."""
+        rows, cols = self.source.shape
+        if not (0 <= x < width and 0 <= y < height) or rows * cols == 0:
+            return None
+        return y * rows // height, x * cols // width
+
     # -- drawable protocol ----------------------------------------------------------------
     def legend(self) -> list:
         lo, hi = self.range

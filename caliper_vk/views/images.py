@@ -115,6 +115,20 @@ class Images(ArrayView):
         p[IM.NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
         return p
 
+    def cell_at(self, x: int, y: int, width: int, height: int) -> tuple[int, int, int] | None:
+        """The (tile, row, col) drawn at pixel (x, y) of a ``width`` x ``height`` panel, by the
+        shader's integer mapping; None on a gap, the background or outside."""
+        n, th, tw = self.source.shape
+        cols, _rows, pw, ph = self.layout(width, height)
+        if not (0 <= x < width and 0 <= y < height) or pw == 0 or ph == 0 or n == 0:
+            return None
+        col, row = x // (pw + GAP), y // (ph + GAP)
+        xin, yin = x - col * (pw + GAP), y - row * (ph + GAP)
+        t = row * cols + col
+        if col >= cols or xin < GAP or yin < GAP or t >= n:
+            return None
+        return t, (yin - GAP) * th // ph, (xin - GAP) * tw // pw
+
     # -- drawable protocol -------------------------------------------------------------------------
     def legend(self) -> list:
         if self.normalize == "shared" or not isinstance(self.value_range, str):
