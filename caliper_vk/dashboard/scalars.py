@@ -1,0 +1,294 @@
+"""Scalar panels of the dashboard: traces (per-pixel columns for long series), the legend
+under the plot, definitions, scales (log for wide spans, robust for outliers, zero-based for
+memory, +-10% for a constant), and the best-so-far and snapshot marks.
+
+A mixin of :class:`~caliper_vk.dashboard.app.Dashboard`; the rules live in :mod:`.model`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from ..record import Run
+from . import model
+from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec
+
+
+class ScalarPanels:
+    """Drawing of the scalar panels (state lives on the Dashboard)."""
+
+    def _scalar_panel(self, panel: model.Panel, index: int) -> None:
+        units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
+        imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
+        imgui.same_line()
+        changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
+        if changed:
+            (self.log_y.add if log else self.log_y.discard)(index)
+        self._definitions(panel)
+        span = None
+        if index not in self._limits:  # a new plot, or a new x axis: show every sample
+            span = self._x_span(panel)
+            if span is None:
+                implot.set_next_axis_to_fit(implot.ImAxis_.x1)
+            else:  # set, not fitted: a fit would come from this frame's columns, and differ
+                implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
+        notes = [panel.note] if panel.note else []
+        if panel.options.get("group") == "grad":
+            notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
+        # the plot takes what the title, the definitions and the notes below it leave
+        rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
+        height = max(80.0, imgui.get_content_region_avail().y
+                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4)
+        self._items = {}
+        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
+            linear = index not in self.log_y
+            zero = model.zero_based(panel) and linear
+            robust = (self._robust(panel) or self._flat(panel)) if linear and not zero else None
+            fixed = zero or robust is not None
+            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, 0 if fixed else implot.AxisFlags_.auto_fit)
+            if not linear:  # values <= 0 have no place on it and are left out by ImPlot
+                implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+            elif zero:  # memory reads from zero: a 1% change must not fill the panel
+                top = self._y_max(panel)
+                implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0,
+                                         imgui.Cond_.always)
+            elif robust is not None:  # outliers do not set the scale; they are marked at the edge
+                implot.setup_axis_limits(implot.ImAxis_.y1, *robust, imgui.Cond_.always)
+            self._clip = robust if robust is not None and robust != self._flat(panel) else None
+            spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
+            # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
+            # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
+            if self.axis == "step" and len(spes) == 1 and None not in spes:
+                implot.setup_axis(implot.ImAxis_.x2, "epoch",  # on top, where the step axis is not
+                                  implot.AxisFlags_.no_grid_lines | implot.AxisFlags_.opposite)
+                lim = self._limits.get(index)  # the step axis of the last frame (x2 is set up first)
+                if lim is not None and lim[1] > lim[0]:
+                    spe = float(spes.pop())
+                    implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
+            plot_w = max(50, int(imgui.get_content_region_avail().x))
+            lim = self._view(index, fitting=index not in self._limits and span is None)
+            for run in self.runs:
+                rgb = self._rgb(run)
+                for j, key in enumerate(panel.keys):
+                    s = run.metrics.get(key)
+                    if s is None or not len(s):
+                        continue
+                    # one run: a colour per series; several runs: a colour per run, lighter per series
+                    shade = PALETTE[j % len(PALETTE)] if len(self.runs) == 1 else _series_shade(rgb, j)
+                    label = key if len(self.runs) == 1 else f"{key} · {run.name}"
+                    # the legend names series once: with several runs the colour is the run's
+                    # (keyed in the sidebar) and the shade the series'
+                    self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
+                    self._trace(label, run, s, shade, plot_w, lim)
+                if model.best_panel(self.panels, run) == index:  # the best metric's own panel
+                    self._best_marks(run, rgb)
+            self._cursor_line(index)
+            self._end_plot()
+            self._legend_rows[index] = self._draw_legend()
+        for n in notes:
+            imgui.text_disabled(n)
+
+    def _item(self, label: str, rgb) -> str:
+        """Note a plotted item for the panel's legend (drawn under the plot, never over the data)."""
+        self._items.setdefault(label, rgb)
+        return label
+
+    def _draw_legend(self) -> int:
+        """This panel's legend, under the plot: a swatch and a name per item, wrapped to the
+        panel's width. Returns the rows it took."""
+        avail = imgui.get_content_region_avail().x
+        x, rows = 0.0, 0
+        gap = imgui.get_style().item_spacing.x
+        if len(self.runs) > 1 and self._items:  # the run colours are keyed once, in the sidebar
+            imgui.text_disabled("colour = run, shade = series:")
+            x, rows = imgui.calc_text_size("colour = run, shade = series:").x, 1
+        for label, rgb in self._items.items():
+            w = imgui.calc_text_size("■ " + label).x
+            if x > 0 and x + gap + w <= avail:
+                imgui.same_line()
+                x += gap + w
+            else:
+                rows += 1
+                x = w
+            imgui.text_colored(_col(rgb), "■")
+            imgui.same_line(0, 4)
+            imgui.text(label)
+        return rows
+
+    def _definitions(self, panel: model.Panel) -> int:
+        """Under the title, what the series are (``Recorder.define``, and what ``watch``
+        records): one dim line, ending in … when the panel is too narrow; every definition in
+        full on hover. Returns the lines it took."""
+        defs = model.definitions(self.runs, panel)
+        if not defs:
+            return 0
+        line = "; ".join(defs)
+        avail = imgui.get_content_region_avail().x
+        shown = line
+        if imgui.calc_text_size(line).x > avail:
+            lo, hi = 0, len(line)
+            while lo < hi:  # the longest prefix that fits with its ellipsis
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if imgui.calc_text_size(line[:mid] + "…").x <= avail else (lo, mid - 1)
+            shown = line[:lo] + "…"
+        imgui.text_disabled(shown)
+        if imgui.is_item_hovered():
+            imgui.set_tooltip("\n".join(defs))
+        return 1
+
+    def _robust(self, panel: model.Panel) -> tuple[float, float] | None:
+        key = ("robust", panel.title, tuple(panel.keys))
+        if key not in self._cache:
+            self._cache[key] = model.robust_limits(self.runs, panel)
+        return self._cache[key]
+
+    def _flat(self, panel: model.Panel) -> tuple[float, float] | None:
+        key = ("flat", panel.title, tuple(panel.keys))
+        if key not in self._cache:
+            self._cache[key] = model.flat_limits(self.runs, panel)
+        return self._cache[key]
+
+    def _clipped(self, x: np.ndarray, y: np.ndarray, rgb) -> None:
+        """Samples outside a robust y range, drawn as triangles on the plot's edge (the cursor
+        still reads their raw values)."""
+        lo, hi = self._clip
+        for sel, edge, marker in ((y > hi, hi, implot.Marker_.up), (y < lo, lo, implot.Marker_.down)):
+            if sel.any():
+                implot.plot_scatter(f"clipped##{id(y)}{marker}", x[sel], np.full(int(sel.sum()), edge),
+                                    _spec(rgb, marker=marker))
+                self._item("outside the scale: at the edge (the cursor reads them)", (0.85, 0.85, 0.85))
+
+    def _y_max(self, panel: model.Panel) -> float:
+        """The largest finite value of a panel's series in every run (for zero-based panels)."""
+        key = ("ymax", panel.title, tuple(panel.keys))
+        hit = self._cache.get(key)
+        if hit is None:
+            tops = [float(np.nanmax(v)) for run in self.runs for k in panel.keys
+                    if (s := run.metrics.get(k)) is not None and len(v := s.value[np.isfinite(s.value)])]
+            hit = self._cache[key] = max(tops) if tops else 0.0
+        return hit
+
+    def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
+        """The x range of every sample of a scalar panel's series, or None (no range to show)."""
+        ends = [(float(x[0]), float(x[-1])) for run in self.runs for k in panel.keys
+                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
+        if not ends:
+            return None
+        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
+        return (lo, hi) if hi > lo else None
+
+    def _view(self, index: int, fitting: bool) -> tuple[float, float] | None:
+        """This frame's x range of plot ``index`` (call after its setup), or None when ImPlot fits
+        the x axis to the data this frame (``fitting``, or a double click on the plot): a fit
+        frame plots every series whole (ImPlot fits to what is plotted); other frames plot only
+        the visible range."""
+        lim = implot.get_plot_limits()
+        view = (float(lim.x.min), float(lim.x.max))
+        fit = fitting or (
+            imgui.is_mouse_double_clicked(0)
+            and (implot.is_plot_hovered() or implot.is_axis_hovered(implot.ImAxis_.x1)))
+        self._limits[index] = view
+        return None if fit else view
+
+    def _series(self, run, s) -> dict:
+        """A series on the current axis, finite x only, with its placeholder and NaN/Inf samples
+        picked out once; cached per axis (a frame only slices it)."""
+        key = ("xy", id(run), s.name, self.axis)
+        hit = self._cache.get(key)
+        if hit is None:
+            # series logged together share their step column (see Series): convert it once, and
+            # copy nothing that needs no change (a million-step series is 8 MB a column)
+            xkey = ("x", id(run), id(s.step), self.axis)
+            x = self._cache.get(xkey)
+            if x is None:
+                x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+            y, ph = s.value.astype(np.float64, copy=False), s.placeholder
+            ok = np.isfinite(x)
+            if not ok.all():
+                x, y, ph = x[ok], y[ok], ph[ok]
+            bad = ~np.isfinite(y)
+            hit = self._cache[key] = {
+                "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
+                "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}
+        return hit
+
+    def _smoothed(self, run, s, series: dict) -> np.ndarray:
+        key = ("smooth", id(run), s.name, self.axis, self.smoothing)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = model.smooth(series["measured"], self.smoothing)
+        return hit
+
+    def _columns(self, run, name, tag, x, y, x0, x1, plot_w):
+        key = ("cols", tag, id(run), name, self.axis, x0, x1, plot_w)
+        hit = self._cache.get(key)
+        if hit is None:
+            if len(self._cache) > 512:
+                self._cache.clear()
+            hit = self._cache[key] = model.reduce_columns(x, y, x0, x1, plot_w)
+        return hit
+
+    def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
+        t = self._series(run, s)
+        x = t["x"]
+        if not len(x):
+            return
+        if lim is None:  # fitting: the whole series
+            i0, i1, x0, x1 = 0, len(x), float(x[0]), float(x[-1])
+        else:  # the visible samples and one either side, so lines reach the plot's edges
+            i0 = max(0, int(np.searchsorted(x, lim[0], side="left")) - 1)
+            i1 = min(len(x), int(np.searchsorted(x, lim[1], side="right")) + 1)
+            x0, x1 = max(lim[0], float(x[0])), min(lim[1], float(x[-1]))
+        reduce = i1 - i0 > 3 * plot_w and x1 > x0
+        if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
+            c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
+            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
+            implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
+            implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
+        else:  # a placeholder is not part of the measured trace
+            implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
+                             _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+        if self._clip is not None:
+            self._clipped(x[i0:i1], t["measured"][i0:i1], rgb)
+        if len(t["ph_x"]):
+            grey = (0.6, 0.6, 0.6)
+            implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
+                                _spec(grey, marker=implot.Marker_.square))
+        if len(t["bad_x"]):
+            implot.plot_inf_lines(self._item("NaN/Inf (gap)", (1.0, 0.2, 0.8)), t["bad_x"],
+                                  _spec((1.0, 0.2, 0.8), alpha=0.7))
+        if self.smoothing > 0:
+            sm = self._smoothed(run, s, t)
+            spec_rgb = tuple(min(1.0, c + 0.35) for c in rgb)
+            spec = _spec(spec_rgb, alpha=0.9, weight=2.5)
+            if reduce:  # a smoothed line is thinner than a column: its midpoint
+                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
+                implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
+            else:
+                implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
+            self._item("smoothed (EMA, beside the raw trace)", (0.85, 0.85, 0.85))
+
+    def _best_marks(self, run: Run, rgb) -> None:
+        steps, acc = run.best_so_far()
+        if len(steps):
+            x = run.coordinate(self.axis, steps)
+            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
+            one = len(self.runs) == 1
+            self._item(f"best {model.best_metric(run)} so far (stairs)", rgb if one else NEUTRAL)
+            marks = model.best_marks(run)
+            bx = run.coordinate(self.axis, np.array([marks.best_step]))
+            mark = (1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3)
+            saved = " (saved)" if marks.best_saved else " (NOT saved)"
+            implot.plot_scatter(self._item(f"best{saved}", mark),
+                                bx, np.array([marks.best_value]),
+                                _spec((1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3),
+                                      marker=implot.Marker_.diamond))
+        if run.snapshots:
+            sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
+            green = (0.5, 0.9, 0.5)
+            implot.plot_inf_lines(self._item("saved snapshots", green), sx[np.isfinite(sx)],
+                                  _spec(green, alpha=0.45))
+        r = run.step_range
+        if r:
+            implot.tag_x(float(run.coordinate(self.axis, np.array([r[1]]))[0]), _col(rgb, 0.8))

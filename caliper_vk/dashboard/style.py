@@ -1,0 +1,46 @@
+"""The dashboard's colours, sizes and ImPlot styling helpers, shared by its panel modules."""
+
+from __future__ import annotations
+
+from imgui_bundle import imgui, implot
+
+PALETTE = [(0.35, 0.65, 1.0), (1.0, 0.55, 0.2), (0.45, 0.85, 0.4), (0.95, 0.35, 0.45), (0.75, 0.55, 1.0),
+           (0.95, 0.85, 0.3), (0.4, 0.9, 0.9), (0.9, 0.6, 0.8)]
+PANEL_HEIGHT = 270
+SIDEBAR = 330
+ARRAY_PX = 220
+TRACE_PX = 90  # the least height of a cell's trace beside an array panel's image
+TRACE_W = 320  # its width
+
+
+NEUTRAL = (0.85, 0.85, 0.85)  # legend swatches of series drawn in every run's own colour
+
+
+def _series_shade(rgb, j: int) -> tuple:
+    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j."""
+    return tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb)
+
+
+def _col(rgb, a=1.0) -> imgui.ImVec4:
+    return imgui.ImVec4(rgb[0], rgb[1], rgb[2], a)
+
+
+def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
+    s = implot.Spec()
+    s.line_color = _col(rgb, alpha)
+    s.line_weight = weight
+    if fill is not None:
+        s.fill_color = _col(rgb, fill)
+        s.fill_alpha = 1.0
+    if marker is not None:
+        s.marker = marker
+        s.marker_size = 5
+        s.marker_fill_color = _col(rgb, alpha)
+        s.marker_line_color = _col(rgb, alpha)
+    return s
+
+
+def _implot_color(col, auto) -> int:
+    """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
+    v = implot.get_style().color_(col)
+    return imgui.get_color_u32(auto) if v.w < 0 else imgui.get_color_u32(v)
