@@ -45,7 +45,7 @@ def _cuda_interop(info) -> Capability:
     if not torch.cuda.is_available():
         return Capability(name, False, f"torch {torch.__version__} has no usable CUDA device")
     if importlib.util.find_spec("cuda") is None:
-        return Capability(name, False, "cuda-python is not installed (pip install cuda-python); "
+        return Capability(name, False, "cuda-bindings is not installed (pip install 'caliper-vk[cuda]'); "
                           "CUDA tensors use host staging")
     from .exporters import cuda
 

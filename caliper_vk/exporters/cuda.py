@@ -35,9 +35,10 @@ closed by us after the import either way (:func:`import_memory`,
 Tensors on another GPU than the renderer's are refused: the Vulkan device's
 ``deviceUUID`` must equal ``cuDeviceGetUuid`` of the tensor's device.
 
-cuda-python (``cuda.bindings.driver``) is imported on first use; without it
-CUDA tensors are drawn through host staging and the reason says
-``pip install cuda-python``.
+cuda-bindings (``cuda.bindings.driver``, the ``[cuda]`` extra; cuda-python >= 12.6
+pulls it in) is imported on first use; without it CUDA tensors are drawn through
+host staging and the reason says ``pip install 'caliper-vk[cuda]'``. The tests run
+every driver call here against the real bindings' types (tests/checked_cuda.py).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from ..engine.external import (
 from ..engine.sync import TimelineSemaphore
 from .contract import ContractError, ExternalBuffer, check_tensor, dtype_name
 
-INSTALL_HINT = "pip install cuda-python"
+INSTALL_HINT = "pip install 'caliper-vk[cuda]', i.e. cuda-bindings"
 ALLOCATOR_ENV = "CALIPER_VK_CUDA_ALLOC"  # "vulkan" (default) or "vmm"
 
 
@@ -74,7 +75,7 @@ _driver = None
 
 
 def driver():
-    """``cuda.bindings.driver`` (cuda-python >= 12.6), or the older ``cuda.cuda`` layout."""
+    """``cuda.bindings.driver`` (cuda-bindings >= 12.6), or the older ``cuda.cuda`` layout."""
     global _driver
     if _driver is None:
         try:
@@ -84,14 +85,14 @@ def driver():
                 from cuda import cuda as drv
             except ImportError as exc:
                 raise CudaInteropError(
-                    f"CUDA interop needs cuda-python, which is not installed ({INSTALL_HINT}); "
+                    f"CUDA interop needs cuda-bindings, which is not installed ({INSTALL_HINT}); "
                     "until then CUDA tensors are copied to the host every frame") from exc
         _driver = drv
     return _driver
 
 
 def call(drv, name: str, *args):
-    """Call ``drv.name(*args)``; cuda-python returns ``(err, value...)``: raise on error."""
+    """Call ``drv.name(*args)``; cuda-bindings returns ``(err, value...)``: raise on error."""
     result = getattr(drv, name)(*args)
     result = result if isinstance(result, tuple) else (result,)
     err = result[0]
@@ -202,6 +203,22 @@ def _cuda_index(device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
+# The two places where torch (not the driver) meets the shared memory; module functions so the
+# tests, on a CPU-only torch, can stand in for CUDA tensors while the driver calls stay real.
+def as_cuda_tensor(array, index: int):
+    """A ``torch.uint8`` CUDA tensor over ``array.__cuda_array_interface__`` (no copy)."""
+    import torch
+
+    return torch.as_tensor(array, device=f"cuda:{index}")
+
+
+def current_stream(torch_device) -> int:
+    """The ``CUstream`` handle of torch's current stream on ``torch_device``."""
+    import torch
+
+    return torch.cuda.current_stream(torch_device).cuda_stream
+
+
 class _CudaArray:
     """``__cuda_array_interface__`` over shared memory; torch's tensor holds it, and it
     holds the allocation, so the memory lives exactly as long as the tensor's storage."""
@@ -249,10 +266,12 @@ class SharedMemory:
         check_same_gpu(device.info, self.gpu.uuid, index, "the shared allocation")
         self.nbytes = int(nbytes)
         self.buffer = ExportableBuffer(device, max(1, self.nbytes), self.kind)
+        handle = None  # ours until import_memory takes it (it does in every case)
         try:
             handle, memory = self.buffer.export()
-            with self.gpu.current():
-                ext = import_memory(drv, self.kind, handle, memory.allocation_size, memory.dedicated)
+            with self.gpu.current():  # cuCtxPushCurrent may fail: the handle is still ours then
+                owned, handle = handle, None
+                ext = import_memory(drv, self.kind, owned, memory.allocation_size, memory.dedicated)
                 try:
                     desc = drv.CUDA_EXTERNAL_MEMORY_BUFFER_DESC()
                     desc.offset, desc.size, desc.flags = 0, self.buffer.size, 0
@@ -261,6 +280,8 @@ class SharedMemory:
                     call(drv, "cuDestroyExternalMemory", ext)
                     raise
         except BaseException:
+            if handle is not None:
+                close_os_handle(self.kind, handle)
             self.buffer.close()
             raise
         self.ptr = int(ptr)
@@ -274,8 +295,7 @@ class SharedMemory:
         """A torch tensor over the memory (no copy); it keeps this allocation alive."""
         import torch
 
-        raw = torch.as_tensor(_CudaArray(self.ptr, max(1, self.nbytes), self),
-                              device=f"cuda:{self.gpu.index}")
+        raw = as_cuda_tensor(_CudaArray(self.ptr, max(1, self.nbytes), self), self.gpu.index)
         itemsize = torch.empty((), dtype=dtype).element_size()
         count = 1
         for s in shape:
@@ -401,17 +421,19 @@ class StreamSync:
 
     @classmethod
     def create(cls, device, gpu: Gpu, torch_device, kind: str, mirror=None) -> StreamSync:
-        import torch
-
         timeline = TimelineSemaphore(device, export=kind)
+        handle = None  # ours until import_semaphore takes it (it does in every case)
         try:
             handle = timeline.export_handle()
-            with gpu.current():
-                ext = import_semaphore(gpu.drv, kind, handle)
+            with gpu.current():  # cuCtxPushCurrent may fail: the handle is still ours then
+                owned, handle = handle, None
+                ext = import_semaphore(gpu.drv, kind, owned)
         except BaseException:
+            if handle is not None:
+                close_os_handle(kind, handle)
             timeline.close()
             raise
-        return cls(timeline, ext, gpu, lambda: torch.cuda.current_stream(torch_device).cuda_stream, mirror)
+        return cls(timeline, ext, gpu, lambda: current_stream(torch_device), mirror)
 
     def _issue(self, name: str, params_type: str, value: int) -> None:
         drv = self.gpu.drv
