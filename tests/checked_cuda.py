@@ -254,6 +254,12 @@ class CheckedDriver:
             raise ArgumentError(f"{name}: fd {fd} is not open") from exc
 
     def _cuImportExternalMemory(self, desc):
+        if desc.type == D.CUexternalMemoryHandleType.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32:
+            if not desc.handle.win32.handle or desc.size <= 0:  # NT handles are not ours to map here
+                raise ArgumentError("cuImportExternalMemory: a null Win32 handle or no size")
+            ext = next(self._ids)
+            self.memories[ext] = {"fd": None, "size": int(desc.size)}
+            return D.CUexternalMemory(ext)
         if desc.type != D.CUexternalMemoryHandleType.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD:
             raise ArgumentError(f"cuImportExternalMemory: handle type {desc.type!r} on Linux")
         fd = desc.handle.fd
@@ -291,7 +297,8 @@ class CheckedDriver:
         mem = self.memories.pop(int(ext), None)
         if mem is None:
             raise ArgumentError("cuDestroyExternalMemory of a destroyed or unknown import")
-        os.close(mem["fd"])
+        if mem["fd"] is not None:
+            os.close(mem["fd"])
         return ()
 
     # -- external semaphores ------------------------------------------------------------------
@@ -318,12 +325,13 @@ class CheckedDriver:
         return sem
 
     def semaphore_fd_getter(self, fail=None):
-        """What ``vkGetSemaphoreFdKHR`` does for :meth:`timeline` semaphores (``fail``: raise it)."""
+        """What ``vkGetSemaphoreFdKHR`` does for :meth:`timeline` semaphores (``fail``: an exception
+        class to raise instead; a fresh instance each time, so no traceback keeps frames alive)."""
         from caliper_vk.engine._vk import ffi
 
         def get_fd(dev, info):
             if fail is not None:
-                raise fail
+                raise fail()
             token, _ = self._timelines[int(ffi.cast("uintptr_t", info.semaphore))]
             return os.dup(token)
 
@@ -488,8 +496,9 @@ class CheckedDriver:
                                        ("semaphores", self.semaphores), ("allocations", self.allocations),
                                        ("reservations", self.reservations)) if v}
 
-    def calls(self, prefix: str = "cu") -> list[str]:
-        return [entry[0] for entry in self.log if entry[0].startswith(prefix)]
+    def calls(self) -> list[str]:
+        """The entry points called, in order, less the context pushes and pops around them."""
+        return [e[0] for e in self.log if e[0] not in ("cuCtxPushCurrent", "cuCtxPopCurrent")]
 
 
 # -- torch's side: a CPU tensor standing in for a CUDA one -------------------------------------
