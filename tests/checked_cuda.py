@@ -534,3 +534,20 @@ def stand_in(values):
     """A CUDA stand-in tensor holding a copy of ``values`` (not from caliper_vk.empty)."""
     t = torch.as_tensor(values).clone()
     return torch.Tensor._make_subclass(CudaStandIn, t)
+
+
+def install(monkeypatch, drv: CheckedDriver, device, semaphore_fail=None) -> CheckedDriver:
+    """Route the exporter's driver, stream, tensor and semaphore-export seams to ``drv``."""
+    from caliper_vk.engine import sync as sync_mod
+    from caliper_vk.exporters import cuda
+
+    monkeypatch.setattr(cuda, "_driver", drv)
+    monkeypatch.setattr(cuda.Gpu, "_cache", {})
+    monkeypatch.setattr(cuda, "as_cuda_tensor", as_cuda_tensor)
+    monkeypatch.setattr(cuda, "current_stream", lambda torch_device: drv.stream)
+    monkeypatch.setattr(cuda, "TimelineSemaphore", drv.timeline)
+    getter, real_proc = drv.semaphore_fd_getter(semaphore_fail), sync_mod.device_proc
+    monkeypatch.setattr(sync_mod, "device_proc",
+                        lambda dev, name: getter if name == "vkGetSemaphoreFdKHR" else real_proc(dev, name))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    return drv

@@ -24,15 +24,14 @@ import vulkan as vk
 import caliper_vk as cv
 from caliper_vk import exporters
 from caliper_vk.engine import Buffer, Recorder
-from caliper_vk.engine import sync as sync_mod
 from caliper_vk.engine.external import ExportableBuffer, import_external_memory
 from caliper_vk.exporters import cuda
 from checked_cuda import (
     ArgumentError,
     CheckedDriver,
     CudaStandIn,
-    as_cuda_tensor,
     driver_installed,
+    install,
     stand_in,
 )
 from cuda.bindings import driver as real
@@ -43,20 +42,6 @@ HAS_PROC_FD = os.path.isdir("/proc/self/fd")
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd")) if HAS_PROC_FD else 0
-
-
-def install(monkeypatch, drv, device, semaphore_fail=None):
-    """Route the exporter's driver, stream and tensor seams to ``drv``."""
-    monkeypatch.setattr(cuda, "_driver", drv)
-    monkeypatch.setattr(cuda.Gpu, "_cache", {})
-    monkeypatch.setattr(cuda, "as_cuda_tensor", as_cuda_tensor)
-    monkeypatch.setattr(cuda, "current_stream", lambda torch_device: drv.stream)
-    monkeypatch.setattr(cuda, "TimelineSemaphore", drv.timeline)
-    getter, real_proc = drv.semaphore_fd_getter(semaphore_fail), sync_mod.device_proc
-    monkeypatch.setattr(sync_mod, "device_proc",
-                        lambda dev, name: getter if name == "vkGetSemaphoreFdKHR" else real_proc(dev, name))
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    return drv
 
 
 @pytest.fixture

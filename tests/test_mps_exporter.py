@@ -1,16 +1,15 @@
 """MPS exporter: the Metal struct declaration, the torch-version gate, the MTLBuffer checks with a
-fake Objective-C runtime, host sync through a real session, and (on Apple Silicon) the import."""
+fake Objective-C runtime, host sync through a real session, MoltenVK's MTLHeap bug (staged, with the
+reason). The import itself, on Apple Silicon, is in tests/hardware/test_gpu_paths.py (ci/macos)."""
 
 import threading
 
-import numpy as np
 import pytest
 import torch
 
 from caliper_vk.engine.external import METAL_FFI, ExternalMemoryError, MetalBuffer, metal_buffer_info
 from caliper_vk.exporters import mps
 
-HAS_MPS = torch.backends.mps.is_available()
 
 
 def test_metal_struct_declaration_has_the_header_layout():
@@ -128,26 +127,6 @@ def test_session_drives_a_host_sync_and_states_it(monkeypatch):
         s.flush()
     assert [r for r in seen if r[0] != r[1]] == []
     assert len(flushes) >= len({r[0] for r in seen}) - 1 > 10
-
-
-@pytest.mark.skipif(not HAS_MPS, reason="needs Apple Silicon with MPS (runs in ci/macos)")
-def test_mps_tensor_is_imported_in_place_and_renders_exactly(artifacts):
-    import caliper_vk as cv
-    from images import assert_same_image
-
-    t = torch.randn(40, 64, device="mps")
-    with cv.Session(window=False, size=(160, 120)) as s:
-        panel = s.attach(t, "heatmap", name="x")
-        assert panel.path == "zero-copy" and panel.record.kind == "metal-buffer", panel.reason
-        assert "torch.mps.synchronize" in s.status().line()
-        with panel.writing():
-            t.mul_(2.0)
-        image = s.render()
-        host = t.cpu()
-    with cv.Session(window=False, size=(160, 120)) as s:
-        s.attach(host, "heatmap", name="x")
-        assert_same_image(image[:-20], s.render()[:-20], artifacts)
-    assert np.isfinite(host.numpy()).all()
 
 
 # -- MoltenVK's MTLHeap bug (1.3.0-1.4.1): staged, with the reason, while the heap is on --------
