@@ -277,7 +277,14 @@ class ExportableBuffer(_ExternalBufferBase):
             self.handle = None
             raise ExternalMemoryError(f"vkAllocateMemory refused {self.allocation_size:,} bytes of "
                                       f"exportable memory ({type(exc).__name__})") from exc
-        vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        try:
+            vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        except vk.VkError as exc:
+            vk.vkDestroyBuffer(dev, self.handle, None)
+            vk.vkFreeMemory(dev, self.memory, None)
+            self.handle = None
+            raise ExternalMemoryError(f"vkBindBufferMemory failed for exportable memory "
+                                      f"({type(exc).__name__})") from exc
         device.account(self.allocation_size)
 
     def export(self) -> tuple[int, MemoryExport]:
@@ -356,7 +363,7 @@ class ImportedExternalBuffer(_ExternalBufferBase):
                                           f"({type(exc).__name__})") from exc
             consumed = kind == "opaque-fd"  # the fd is the driver's now
             vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
-        except Exception:
+        except Exception as exc:
             if self.memory is not None:
                 vk.vkFreeMemory(dev, self.memory, None)
             if self.handle is not None:
@@ -364,6 +371,8 @@ class ImportedExternalBuffer(_ExternalBufferBase):
             self.handle = None
             if not consumed:
                 close_os_handle(kind, handle)
+            if isinstance(exc, vk.VkError):  # the caller stages on ExternalMemoryError
+                raise ExternalMemoryError(f"importing the {kind} memory failed ({type(exc).__name__})") from exc
             raise
         finally:
             if kind == "opaque-win32" and self.handle is not None:

@@ -539,9 +539,9 @@ def stand_in(values):
 def install(monkeypatch, drv: CheckedDriver, device, semaphore_fail=None) -> CheckedDriver:
     """Route the exporter's driver, stream, tensor and semaphore-export seams to ``drv``."""
     from caliper_vk.engine import sync as sync_mod
-    from caliper_vk.exporters import cuda
+    from caliper_vk.exporters import cuda, cuda_driver
 
-    monkeypatch.setattr(cuda, "_driver", drv)
+    monkeypatch.setattr(cuda_driver, "_driver", drv)
     monkeypatch.setattr(cuda.Gpu, "_cache", {})
     monkeypatch.setattr(cuda, "as_cuda_tensor", as_cuda_tensor)
     monkeypatch.setattr(cuda, "current_stream", lambda torch_device: drv.stream)
