@@ -45,7 +45,7 @@ def _cuda_interop(info) -> Capability:
     if not torch.cuda.is_available():
         return Capability(name, False, f"torch {torch.__version__} has no usable CUDA device")
     if importlib.util.find_spec("cuda") is None:
-        return Capability(name, False, "cuda-python is not installed (pip install cuda-python); "
+        return Capability(name, False, "cuda-bindings is not installed (pip install 'caliper-vk[cuda]'); "
                           "CUDA tensors use host staging")
     from .exporters import cuda
 
@@ -68,6 +68,11 @@ def _metal_interop(info) -> Capability:
         return Capability(name, False, f"Metal exists only on macOS (this is {platform.system()})")
     if not info.has("VK_EXT_metal_objects"):
         return Capability(name, False, f"{info.name} lacks VK_EXT_metal_objects (MoltenVK >= 1.2.0)")
+    from .exporters.mps import heap_hazard
+
+    hazard = heap_hazard(info)
+    if hazard:
+        return Capability(name, False, f"{hazard}; until then MPS tensors use host staging")
     if importlib.util.find_spec("torch") is None:
         return Capability(name, False, "torch is not installed")
     import torch

@@ -197,10 +197,15 @@ def _require(device: Device, kind: str) -> int:
 
 
 def _buffer(device: Device, size: int, bit: int):
+    """A buffer for shared memory; a refusal is an ExternalMemoryError (the caller stages)."""
     external = new("VkExternalMemoryBufferCreateInfo", handleTypes=bit)
-    return vk.vkCreateBuffer(device.handle, new("VkBufferCreateInfo", pNext=external, size=size,
-                                                 usage=EXPORT_USAGE,
-                                                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+    try:
+        return vk.vkCreateBuffer(device.handle, new("VkBufferCreateInfo", pNext=external, size=size,
+                                                     usage=EXPORT_USAGE,
+                                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+    except vk.VkError as exc:
+        raise ExternalMemoryError(f"vkCreateBuffer refused a {size:,}-byte buffer for shared memory "
+                                  f"({type(exc).__name__})") from exc
 
 
 class _ExternalBufferBase:
@@ -272,7 +277,14 @@ class ExportableBuffer(_ExternalBufferBase):
             self.handle = None
             raise ExternalMemoryError(f"vkAllocateMemory refused {self.allocation_size:,} bytes of "
                                       f"exportable memory ({type(exc).__name__})") from exc
-        vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        try:
+            vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
+        except vk.VkError as exc:
+            vk.vkDestroyBuffer(dev, self.handle, None)
+            vk.vkFreeMemory(dev, self.memory, None)
+            self.handle = None
+            raise ExternalMemoryError(f"vkBindBufferMemory failed for exportable memory "
+                                      f"({type(exc).__name__})") from exc
         device.account(self.allocation_size)
 
     def export(self) -> tuple[int, MemoryExport]:
@@ -281,13 +293,16 @@ class ExportableBuffer(_ExternalBufferBase):
             raise ExternalMemoryError("the buffer is closed")
         bit, _, getter = MEMORY_HANDLES[self.kind]
         dev = self.device.handle
-        if self.kind == "opaque-fd":
-            handle = device_proc(dev, getter)(dev, new("VkMemoryGetFdInfoKHR", memory=self.memory,
-                                                        handleType=bit))
-        else:
-            out = device_proc(dev, getter)(dev, new("VkMemoryGetWin32HandleInfoKHR",
-                                                     memory=self.memory, handleType=bit))
-            handle = int(ffi.cast("uintptr_t", out))
+        try:
+            if self.kind == "opaque-fd":
+                handle = device_proc(dev, getter)(dev, new("VkMemoryGetFdInfoKHR", memory=self.memory,
+                                                            handleType=bit))
+            else:
+                out = device_proc(dev, getter)(dev, new("VkMemoryGetWin32HandleInfoKHR",
+                                                         memory=self.memory, handleType=bit))
+                handle = int(ffi.cast("uintptr_t", out))
+        except vk.VkError as exc:  # e.g. VkErrorTooManyObjects: the process is out of fds
+            raise ExternalMemoryError(f"{getter} failed ({type(exc).__name__})") from exc
         return int(handle), MemoryExport(self.kind, self.allocation_size, self.size,
                                          self.memory_type_index, True, self.device.info.device_uuid)
 
@@ -348,7 +363,7 @@ class ImportedExternalBuffer(_ExternalBufferBase):
                                           f"({type(exc).__name__})") from exc
             consumed = kind == "opaque-fd"  # the fd is the driver's now
             vk.vkBindBufferMemory(dev, self.handle, self.memory, 0)
-        except Exception:
+        except Exception as exc:
             if self.memory is not None:
                 vk.vkFreeMemory(dev, self.memory, None)
             if self.handle is not None:
@@ -356,6 +371,8 @@ class ImportedExternalBuffer(_ExternalBufferBase):
             self.handle = None
             if not consumed:
                 close_os_handle(kind, handle)
+            if isinstance(exc, vk.VkError):  # the caller stages on ExternalMemoryError
+                raise ExternalMemoryError(f"importing the {kind} memory failed ({type(exc).__name__})") from exc
             raise
         finally:
             if kind == "opaque-win32" and self.handle is not None:
@@ -427,8 +444,13 @@ class MetalBuffer(_ExternalBufferBase):
         self._keepalive = keepalive
         dev = device.handle
         self.memory = None
-        self.handle = vk.vkCreateBuffer(dev, new("VkBufferCreateInfo", size=self.size, usage=ALL_USAGE,
-                                                 sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        try:
+            self.handle = vk.vkCreateBuffer(dev, new("VkBufferCreateInfo", size=self.size, usage=ALL_USAGE,
+                                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        except vk.VkError as exc:
+            self.handle = None
+            raise ExternalMemoryError(f"vkCreateBuffer refused a buffer over the MTLBuffer "
+                                      f"({type(exc).__name__})") from exc
         req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
         index = device.memory_type(req.memoryTypeBits, DEVICE_LOCAL, fallback=0)
         metal, pnext = metal_buffer_info(mtl_buffer)

@@ -35,8 +35,14 @@ VALIDATION_LOG_ENV = "CALIPER_VK_VALIDATION_LOG"
 # views; it reads this variable once, when the driver loads, so it is set before any
 # Vulkan call (an explicit value in the environment wins; `caliper doctor` reports it).
 FAST_MATH_ENV = "MVK_CONFIG_FAST_MATH_ENABLED"
+# MoltenVK 1.3.0-1.4.1 turn MTLHeap placement on by default and then give an imported MTLBuffer's
+# memory a buffer from a fresh heap (fixed in 1.4.2): the shader would read uninitialised memory
+# instead of an MPS tensor. Off unless the user says otherwise (caliper_vk.exporters.mps stages
+# MPS tensors when it is on for those versions; `caliper doctor` reports it).
+MTLHEAP_ENV = "MVK_CONFIG_USE_MTLHEAP"
 if sys.platform == "darwin":
     os.environ.setdefault(FAST_MATH_ENV, "0")
+    os.environ.setdefault(MTLHEAP_ENV, "0")
 
 _TYPE_NAMES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",
@@ -112,6 +118,7 @@ class PhysicalDeviceInfo:
     timestamp_period_ns: float = 1.0
     driver_uuid: bytes = b""
     device_luid: bytes | None = None  # Windows: the adapter LUID, when the driver reports one
+    driver_version: int = 0  # VkPhysicalDeviceProperties.driverVersion, vendor-encoded
 
     def has(self, extension: str) -> bool:
         return extension in self.extensions
@@ -153,6 +160,7 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
         max_compute_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         timestamp_period_ns=float(limits.timestampPeriod),
         driver_uuid=bytes(ffi.buffer(ids.driverUUID)),
+        driver_version=int(props.driverVersion),
         device_luid=bytes(ffi.buffer(ids.deviceLUID)) if ids.deviceLUIDValid else None,
         host_pointer_alignment=(
             int(host.minImportedHostPointerAlignment) if "VK_EXT_external_memory_host" in exts else 0

@@ -75,9 +75,15 @@ class TimelineSemaphore:
             semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE,
             initialValue=initial,
         )
-        self.handle = vk.vkCreateSemaphore(
-            device.handle, new("VkSemaphoreCreateInfo", pNext=type_info), None
-        )
+        try:
+            self.handle = vk.vkCreateSemaphore(
+                device.handle, new("VkSemaphoreCreateInfo", pNext=type_info), None
+            )
+        except vk.VkError as exc:
+            if export is None:
+                raise
+            raise SemaphoreExportError(f"vkCreateSemaphore refused an exportable timeline semaphore "
+                                       f"({type(exc).__name__})") from exc
         self._signal_info = None
 
     @property
@@ -117,7 +123,10 @@ class TimelineSemaphore:
             raise SemaphoreExportError("this semaphore was not created exportable (export=...)")
         bit, _, getter, struct = SEMAPHORE_HANDLES[self.export_kind]
         dev = self.device.handle
-        out = device_proc(dev, getter)(dev, new(struct, semaphore=self.handle, handleType=bit))
+        try:
+            out = device_proc(dev, getter)(dev, new(struct, semaphore=self.handle, handleType=bit))
+        except vk.VkError as exc:  # e.g. VkErrorTooManyObjects: the process is out of fds
+            raise SemaphoreExportError(f"{getter} failed ({type(exc).__name__})") from exc
         return int(out) if self.export_kind == "opaque-fd" else int(ffi.cast("uintptr_t", out))
 
     def close(self) -> None:

@@ -1,16 +1,15 @@
 """MPS exporter: the Metal struct declaration, the torch-version gate, the MTLBuffer checks with a
-fake Objective-C runtime, host sync through a real session, and (on Apple Silicon) the import."""
+fake Objective-C runtime, host sync through a real session, MoltenVK's MTLHeap bug (staged, with the
+reason). The import itself, on Apple Silicon, is in tests/hardware/test_gpu_paths.py (ci/macos)."""
 
 import threading
 
-import numpy as np
 import pytest
 import torch
 
 from caliper_vk.engine.external import METAL_FFI, ExternalMemoryError, MetalBuffer, metal_buffer_info
 from caliper_vk.exporters import mps
 
-HAS_MPS = torch.backends.mps.is_available()
 
 
 def test_metal_struct_declaration_has_the_header_layout():
@@ -130,21 +129,83 @@ def test_session_drives_a_host_sync_and_states_it(monkeypatch):
     assert len(flushes) >= len({r[0] for r in seen}) - 1 > 10
 
 
-@pytest.mark.skipif(not HAS_MPS, reason="needs Apple Silicon with MPS (runs in ci/macos)")
-def test_mps_tensor_is_imported_in_place_and_renders_exactly(artifacts):
-    import caliper_vk as cv
-    from images import assert_same_image
+# -- MoltenVK's MTLHeap bug (1.3.0-1.4.1): staged, with the reason, while the heap is on --------
 
-    t = torch.randn(40, 64, device="mps")
-    with cv.Session(window=False, size=(160, 120)) as s:
-        panel = s.attach(t, "heatmap", name="x")
-        assert panel.path == "zero-copy" and panel.record.kind == "metal-buffer", panel.reason
-        assert "torch.mps.synchronize" in s.status().line()
-        with panel.writing():
-            t.mul_(2.0)
-        image = s.render()
-        host = t.cpu()
-    with cv.Session(window=False, size=(160, 120)) as s:
-        s.attach(host, "heatmap", name="x")
-        assert_same_image(image[:-20], s.render()[:-20], artifacts)
-    assert np.isfinite(host.numpy()).all()
+def moltenvk_info(version: int, driver_name: str = "MoltenVK"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name="Apple M2", driver_name=driver_name, driver_info="", driver_version=version,
+                           max_storage_buffer_range=1 << 30,
+                           has=lambda ext: ext == "VK_EXT_metal_objects")
+
+
+@pytest.mark.parametrize("version, env, staged", [
+    (10300, None, True), (10401, None, True), (10401, "1", True),   # the bug's range, heap on
+    (10401, "0", False), (10350, "false", False),                    # heap off: the import is real
+    (10402, None, False), (10210, None, False),                      # before and after the bug
+])
+def test_moltenvk_heap_bug_stages_mps_tensors_with_the_reason(version, env, staged):
+    from types import SimpleNamespace
+
+    environ = {} if env is None else {"MVK_CONFIG_USE_MTLHEAP": env}
+    info = moltenvk_info(version)
+    why = mps.heap_hazard(info, environ)
+    assert (why is not None) == staged
+    if staged:
+        assert f"MoltenVK {version // 10000}.{version // 100 % 100}.{version % 100}" in why
+        assert "MVK_CONFIG_USE_MTLHEAP=0" in why and "1.4.2" in why
+    # through export: a staging record with that reason, before any Objective-C call is made
+    device = SimpleNamespace(info=info, extensions={"VK_EXT_metal_objects"})
+
+    class NoObjC:
+        def is_buffer(self, ptr):
+            raise AssertionError("the MTLBuffer must not be read when the import cannot be trusted")
+
+        length = is_buffer
+
+    import os
+
+    saved = os.environ.get("MVK_CONFIG_USE_MTLHEAP")
+    os.environ.pop("MVK_CONFIG_USE_MTLHEAP", None)
+    os.environ.update(environ)
+    try:
+        if staged:
+            record = mps.export(torch.zeros(4, 4), device, "x", objc=NoObjC())
+            assert record.kind == "staging" and "placement-heap" in record.reason
+        else:
+            assert mps.heap_hazard(info) is None
+    finally:
+        os.environ.pop("MVK_CONFIG_USE_MTLHEAP", None)
+        if saved is not None:
+            os.environ["MVK_CONFIG_USE_MTLHEAP"] = saved
+
+
+def test_other_drivers_are_not_taken_for_moltenvk():
+    assert mps.moltenvk_version(moltenvk_info(10401, driver_name="llvmpipe")) is None
+    assert mps.heap_hazard(moltenvk_info(10401, driver_name="NVIDIA"), {}) is None
+
+
+def test_doctor_reports_the_heap_bug(monkeypatch):
+    from caliper_vk import doctor
+
+    monkeypatch.setattr(doctor.platform, "system", lambda: "Darwin")
+    monkeypatch.delenv("MVK_CONFIG_USE_MTLHEAP", raising=False)
+    cap = doctor._metal_interop(moltenvk_info(10400))
+    assert not cap.ok and "MoltenVK 1.4.0" in cap.detail and "host staging" in cap.detail
+    monkeypatch.setenv("MVK_CONFIG_USE_MTLHEAP", "0")
+    assert "MTLHEAP" not in doctor._metal_interop(moltenvk_info(10400)).detail
+
+
+def test_the_engine_turns_the_heap_off_on_macos_before_vulkan_loads_unless_set():
+    """engine/instance.py sets it at import, as it does fast math (checked in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys; sys.platform = 'darwin'; os.environ.pop('MVK_CONFIG_USE_MTLHEAP', None); "
+            "import caliper_vk.engine.instance; print(os.environ['MVK_CONFIG_USE_MTLHEAP'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"
+    kept = subprocess.run([sys.executable, "-c", code.replace("os.environ.pop('MVK_CONFIG_USE_MTLHEAP', None)",
+                                                             "os.environ['MVK_CONFIG_USE_MTLHEAP'] = '1'")],
+                          capture_output=True, text=True, check=True)
+    assert kept.stdout.strip() == "1"

@@ -35,18 +35,16 @@ closed by us after the import either way (:func:`import_memory`,
 Tensors on another GPU than the renderer's are refused: the Vulkan device's
 ``deviceUUID`` must equal ``cuDeviceGetUuid`` of the tensor's device.
 
-cuda-python (``cuda.bindings.driver``) is imported on first use; without it
-CUDA tensors are drawn through host staging and the reason says
-``pip install cuda-python``.
+cuda-bindings (``cuda.bindings.driver``, the ``[cuda]`` extra; cuda-python >= 12.6
+pulls it in) is imported on first use; without it CUDA tensors are drawn through
+host staging and the reason says ``pip install 'caliper-vk[cuda]'``. The tests run
+every driver call here against the real bindings' types (tests/checked_cuda.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import weakref
-from typing import ClassVar
 
 from ..engine.external import (
     ExportableBuffer,
@@ -56,143 +54,21 @@ from ..engine.external import (
     platform_handle_kind,
 )
 from ..engine.sync import TimelineSemaphore
-from .contract import ContractError, ExternalBuffer, check_tensor, dtype_name
+from .contract import ExternalBuffer, check_tensor, dtype_name
+from .cuda_driver import (
+    INSTALL_HINT,
+    CudaInteropError,
+    DeviceMismatchError,
+    Gpu,
+    call,
+    check_same_gpu,
+    driver,
+    handle_types,
+    import_memory,
+    import_semaphore,
+)
 
-INSTALL_HINT = "pip install cuda-python"
 ALLOCATOR_ENV = "CALIPER_VK_CUDA_ALLOC"  # "vulkan" (default) or "vmm"
-
-
-class CudaInteropError(RuntimeError):
-    """CUDA interop is unavailable or a driver call failed; the message names the call."""
-
-
-class DeviceMismatchError(ContractError):
-    """The tensor lives on another GPU than the renderer draws on."""
-
-
-_driver = None
-
-
-def driver():
-    """``cuda.bindings.driver`` (cuda-python >= 12.6), or the older ``cuda.cuda`` layout."""
-    global _driver
-    if _driver is None:
-        try:
-            from cuda.bindings import driver as drv
-        except ImportError:
-            try:
-                from cuda import cuda as drv
-            except ImportError as exc:
-                raise CudaInteropError(
-                    f"CUDA interop needs cuda-python, which is not installed ({INSTALL_HINT}); "
-                    "until then CUDA tensors are copied to the host every frame") from exc
-        _driver = drv
-    return _driver
-
-
-def call(drv, name: str, *args):
-    """Call ``drv.name(*args)``; cuda-python returns ``(err, value...)``: raise on error."""
-    result = getattr(drv, name)(*args)
-    result = result if isinstance(result, tuple) else (result,)
-    err = result[0]
-    if int(err) != 0:
-        raise CudaInteropError(f"{name} failed: {getattr(err, 'name', err)}")
-    if len(result) == 1:
-        return None
-    return result[1] if len(result) == 2 else result[1:]
-
-
-def handle_types(drv, kind: str) -> tuple:
-    """(memory handle type, timeline semaphore handle type) for ``kind`` handles."""
-    mem, sem = drv.CUexternalMemoryHandleType, drv.CUexternalSemaphoreHandleType
-    if kind == "opaque-win32":
-        return (mem.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
-                sem.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32)
-    if kind == "opaque-fd":
-        return (mem.CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-                sem.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
-    raise ValueError(f"no CUDA handle type for {kind!r}")
-
-
-def _set_handle(desc, kind: str, handle: int) -> None:
-    if kind == "opaque-win32":
-        desc.handle.win32.handle = handle
-    else:
-        desc.handle.fd = handle
-
-
-def import_memory(drv, kind: str, handle: int, size: int, dedicated: bool):
-    """``cuImportExternalMemory`` of a handle we own (taken over in every case)."""
-    try:
-        desc = drv.CUDA_EXTERNAL_MEMORY_HANDLE_DESC()
-        desc.type = handle_types(drv, kind)[0]
-        _set_handle(desc, kind, handle)
-        desc.size = size
-        desc.flags = drv.CUDA_EXTERNAL_MEMORY_DEDICATED if dedicated else 0
-        ext = call(drv, "cuImportExternalMemory", desc)
-    except BaseException:
-        close_os_handle(kind, handle)  # not imported: the handle is still ours
-        raise
-    if kind == "opaque-win32":
-        close_os_handle(kind, handle)  # CUDA holds its own reference to an NT handle's object
-    return ext
-
-
-def import_semaphore(drv, kind: str, handle: int):
-    """``cuImportExternalSemaphore`` of a timeline semaphore handle (taken over in every case)."""
-    try:
-        desc = drv.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
-        desc.type = handle_types(drv, kind)[1]
-        _set_handle(desc, kind, handle)
-        desc.flags = 0
-        ext = call(drv, "cuImportExternalSemaphore", desc)
-    except BaseException:
-        close_os_handle(kind, handle)
-        raise
-    if kind == "opaque-win32":
-        close_os_handle(kind, handle)
-    return ext
-
-
-class Gpu:
-    """One CUDA device: its primary context (torch's) and UUID. One per (driver, ordinal)."""
-
-    _cache: ClassVar[dict] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, drv, index: int):
-        self.drv, self.index = drv, index
-        call(drv, "cuInit", 0)
-        self.device = call(drv, "cuDeviceGet", index)
-        self.context = call(drv, "cuDevicePrimaryCtxRetain", self.device)  # held for the process
-        self.uuid = bytes(call(drv, "cuDeviceGetUuid", self.device).bytes)
-
-    @classmethod
-    def get(cls, drv, index: int) -> Gpu:
-        with cls._lock:
-            key = (id(drv), index)
-            if key not in cls._cache:
-                cls._cache[key] = cls(drv, index)
-            return cls._cache[key]
-
-    @contextlib.contextmanager
-    def current(self):
-        """Make torch's (primary) context current for driver calls on this thread."""
-        call(self.drv, "cuCtxPushCurrent", self.context)
-        try:
-            yield
-        finally:
-            call(self.drv, "cuCtxPopCurrent")
-
-
-def check_same_gpu(info, cuda_uuid: bytes, index: int, name: str) -> None:
-    """Refuse a tensor whose GPU is not the renderer's Vulkan device."""
-    if bytes(info.device_uuid) != bytes(cuda_uuid):
-        raise DeviceMismatchError(
-            f"{name} is on cuda:{index} (GPU UUID {bytes(cuda_uuid).hex()}), but the renderer draws on "
-            f"{info.name} (UUID {bytes(info.device_uuid).hex()}); memory can only be shared on one GPU. "
-            f"Draw on that GPU (set CALIPER_VK_DEVICE to its Vulkan index or name; `caliper doctor` "
-            f"lists them) or attach a copy on the renderer's GPU")
 
 
 def _cuda_index(device) -> int:
@@ -200,6 +76,22 @@ def _cuda_index(device) -> int:
 
     device = torch.device(device)
     return device.index if device.index is not None else torch.cuda.current_device()
+
+
+# The two places where torch (not the driver) meets the shared memory; module functions so the
+# tests, on a CPU-only torch, can stand in for CUDA tensors while the driver calls stay real.
+def as_cuda_tensor(array, index: int):
+    """A ``torch.uint8`` CUDA tensor over ``array.__cuda_array_interface__`` (no copy)."""
+    import torch
+
+    return torch.as_tensor(array, device=f"cuda:{index}")
+
+
+def current_stream(torch_device) -> int:
+    """The ``CUstream`` handle of torch's current stream on ``torch_device``."""
+    import torch
+
+    return torch.cuda.current_stream(torch_device).cuda_stream
 
 
 class _CudaArray:
@@ -249,10 +141,12 @@ class SharedMemory:
         check_same_gpu(device.info, self.gpu.uuid, index, "the shared allocation")
         self.nbytes = int(nbytes)
         self.buffer = ExportableBuffer(device, max(1, self.nbytes), self.kind)
+        handle = None  # ours until import_memory takes it (it does in every case)
         try:
             handle, memory = self.buffer.export()
-            with self.gpu.current():
-                ext = import_memory(drv, self.kind, handle, memory.allocation_size, memory.dedicated)
+            with self.gpu.current():  # cuCtxPushCurrent may fail: the handle is still ours then
+                owned, handle = handle, None
+                ext = import_memory(drv, self.kind, owned, memory.allocation_size, memory.dedicated)
                 try:
                     desc = drv.CUDA_EXTERNAL_MEMORY_BUFFER_DESC()
                     desc.offset, desc.size, desc.flags = 0, self.buffer.size, 0
@@ -261,6 +155,8 @@ class SharedMemory:
                     call(drv, "cuDestroyExternalMemory", ext)
                     raise
         except BaseException:
+            if handle is not None:
+                close_os_handle(self.kind, handle)
             self.buffer.close()
             raise
         self.ptr = int(ptr)
@@ -274,8 +170,7 @@ class SharedMemory:
         """A torch tensor over the memory (no copy); it keeps this allocation alive."""
         import torch
 
-        raw = torch.as_tensor(_CudaArray(self.ptr, max(1, self.nbytes), self),
-                              device=f"cuda:{self.gpu.index}")
+        raw = as_cuda_tensor(_CudaArray(self.ptr, max(1, self.nbytes), self), self.gpu.index)
         itemsize = torch.empty((), dtype=dtype).element_size()
         count = 1
         for s in shape:
@@ -401,17 +296,19 @@ class StreamSync:
 
     @classmethod
     def create(cls, device, gpu: Gpu, torch_device, kind: str, mirror=None) -> StreamSync:
-        import torch
-
         timeline = TimelineSemaphore(device, export=kind)
+        handle = None  # ours until import_semaphore takes it (it does in every case)
         try:
             handle = timeline.export_handle()
-            with gpu.current():
-                ext = import_semaphore(gpu.drv, kind, handle)
+            with gpu.current():  # cuCtxPushCurrent may fail: the handle is still ours then
+                owned, handle = handle, None
+                ext = import_semaphore(gpu.drv, kind, owned)
         except BaseException:
+            if handle is not None:
+                close_os_handle(kind, handle)
             timeline.close()
             raise
-        return cls(timeline, ext, gpu, lambda: torch.cuda.current_stream(torch_device).cuda_stream, mirror)
+        return cls(timeline, ext, gpu, lambda: current_stream(torch_device), mirror)
 
     def _issue(self, name: str, params_type: str, value: int) -> None:
         drv = self.gpu.drv
@@ -492,3 +389,11 @@ def import_for_vulkan(device, record):
     """Import the record's handle into ``device`` (consumes it); see exporters.import_external."""
     handle, record.handle = record.handle, None
     return import_external_memory(device, handle, record.memory, record.offset, keepalive=record.owner)
+
+
+__all__ = [  # the driver plumbing lives in .cuda_driver and is re-exported here, as it always was
+    "ALLOCATOR_ENV", "INSTALL_HINT", "CudaInteropError", "DeviceMismatchError", "Gpu", "SharedMemory",
+    "StreamSync", "VmmMemory", "allocator", "as_cuda_tensor", "call", "check_same_gpu", "current_stream",
+    "driver", "empty", "export", "handle_types", "import_for_vulkan", "import_memory", "import_semaphore",
+    "shared_memory_of",
+]

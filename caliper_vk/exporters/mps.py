@@ -16,18 +16,55 @@ fence, through the timeline semaphore), and on exit runs
 ``torch.mps.synchronize()`` before signalling ``2k+1`` — the status line says so.
 MoltenVK's fast math is turned off before the instance exists
 (``engine/instance.py``) so the byte-exact views stay exact.
+
+MoltenVK 1.3.0 to 1.4.1 turn ``MVK_CONFIG_USE_MTLHEAP`` on by default, and with it
+on they back an imported ``MTLBuffer``'s memory with a buffer from a fresh placement
+heap instead of the imported one (fixed in 1.4.2, MoltenVK commit 89616821): the
+view would draw uninitialised memory while the status line said zero-copy. The
+engine sets the variable to 0 on macOS before the driver loads unless the user set
+it; :func:`heap_hazard` stages MPS tensors, with that reason, where it is still on
+for those versions (the user's own setting, or a driver loaded before Caliper).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
+from ..engine.instance import MTLHEAP_ENV
 from ..engine.sync import TimelineSemaphore
 from .contract import ExternalBuffer, check_tensor, dtype_name
 
 MIN_TORCH = (2, 1)
 SYNC_NOTE = "host sync: torch.mps.synchronize() + fence"
+
+
+HEAP_BUG_VERSIONS = ((1, 3, 0), (1, 4, 1))  # MoltenVK, inclusive; fixed in 1.4.2
+OFF = ("0", "false", "no", "off")
+
+
+def moltenvk_version(info) -> tuple[int, int, int] | None:
+    """MoltenVK's version from the device's driverVersion (major*10000 + minor*100 + patch),
+    or None when the device is not MoltenVK."""
+    if "moltenvk" not in f"{info.driver_name} {info.driver_info}".lower():
+        return None
+    v = int(info.driver_version)
+    return v // 10000, v // 100 % 100, v % 100
+
+
+def heap_hazard(info, environ=None) -> str | None:
+    """Why an imported MTLBuffer cannot be trusted on this device (the MTLHeap bug), or None."""
+    version = moltenvk_version(info)
+    if version is None or not HEAP_BUG_VERSIONS[0] <= version <= HEAP_BUG_VERSIONS[1]:
+        return None
+    value = (os.environ if environ is None else environ).get(MTLHEAP_ENV)
+    if value is not None and value.strip().lower() in OFF:
+        return None
+    setting = f"{MTLHEAP_ENV}={value}" if value is not None else f"{MTLHEAP_ENV} unset (on by default)"
+    return (f"MoltenVK {'.'.join(map(str, version))} with {setting} reads an imported MTLBuffer "
+            "through a new placement-heap buffer, not the tensor (fixed in MoltenVK 1.4.2); set "
+            f"{MTLHEAP_ENV}=0 before Vulkan loads or update MoltenVK")
 
 
 class MetalInteropError(RuntimeError):
@@ -138,6 +175,9 @@ def export(tensor, device, name: str = "tensor", objc=None) -> ExternalBuffer:
         return ExternalBuffer(kind="staging", handle=None, offset=0,
                               reason=f"{device.info.name} lacks VK_EXT_metal_objects (MoltenVK >= 1.2)",
                               **common)
+    hazard = heap_hazard(device.info)
+    if hazard:
+        return ExternalBuffer(kind="staging", handle=None, offset=0, reason=hazard, **common)
     if objc is None:
         _objc = _objc or ObjC()
         objc = _objc

@@ -1,30 +1,94 @@
 #!/usr/bin/env bash
-# Hardware CI, macOS + Apple Silicon: the tier-2 byte-exact suite on MoltenVK.
+# Hardware CI, macOS + Apple Silicon: the byte-exact suite on MoltenVK, then the GPU path tests
+# (tests/hardware, backend mps: every view in every dtype zero-copy against the numpy twins,
+# storage offsets, a racing producer and its negative control), each under a deadline, ending
+# with one summary line.
 #
-# Needs: the Vulkan SDK or Homebrew's molten-vk + vulkan-loader + glslang/shaderc,
-# Python 3.10+. MoltenVK devices are enumerated through
-# VK_KHR_portability_enumeration, which the engine enables when present.
-set -euo pipefail
+# Needs the Vulkan SDK (VULKAN_SDK) or Homebrew's vulkan-loader + molten-vk, glslang or shaderc,
+# and a Python 3.10+ that is not /usr/bin/python3 (PYTHON, default Homebrew's python3).
+#
+# Finding the loader. The `vulkan` package dlopens the bare name "libvulkan.dylib", which dyld
+# looks for in DYLD_LIBRARY_PATH, then DYLD_FALLBACK_LIBRARY_PATH (default /usr/local/lib and
+# /usr/lib): not in /opt/homebrew/lib. This script runs under /bin/bash, which System Integrity
+# Protection guards: DYLD_* variables given by the caller are stripped before its first line, and
+# again whenever a protected binary (/usr/bin/python3, /usr/bin/env, /bin/sh) is started. So the
+# variable is set here, after bash started, pointing at a private folder holding a
+# "libvulkan.dylib" link to the loader found below, and Python is started directly from an
+# unprotected path; its own subprocesses (sys.executable) inherit it. The import is checked
+# before the tests.
+set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 2
+DEADLINE="${CALIPER_CI_DEADLINE:-2400}"
+die() { echo "macos-metal: FAILED before the tests: $*"; exit 2; }
 export CALIPER_VK_DEVICE="${CALIPER_VK_DEVICE:-apple}"
 export CALIPER_VK_VALIDATION="${CALIPER_VK_VALIDATION:-0}"
-# Exact checks need MoltenVK's fast math off (it would contract and reorder float ops); the
-# engine sets it too, before any Vulkan call, unless the environment already says otherwise.
+export PYTHONUNBUFFERED=1
+# Exact checks need MoltenVK's fast math off, and MoltenVK 1.3.0-1.4.1 need MTLHeap placement off
+# for imported MTLBuffers to be read in place; the engine sets both too, unless the caller did.
 export MVK_CONFIG_FAST_MATH_ENABLED=0
-python3 -m venv .venv
-.venv/bin/python -m pip install -q -r requirements-dev.txt
-.venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
-.venv/bin/caliper doctor
-set +e
-.venv/bin/python -m pytest -q tests --ignore=tests/test_mps_exporter.py "$@"
-exact=$?
-# Metal interop: MPS tensors imported through VK_EXT_metal_objects (must not skip here)
-out="$(.venv/bin/python -m pytest -q -rs tests/test_mps_exporter.py "$@" 2>&1)"
-metal=$?
-echo "$out"
-skipped=$(echo "$out" | grep -c "needs Apple Silicon with MPS")
+export MVK_CONFIG_USE_MTLHEAP="${MVK_CONFIG_USE_MTLHEAP:-0}"
+
+BREW="$(brew --prefix 2>/dev/null || true)"
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+    for candidate in "$BREW/bin/python3" /opt/homebrew/bin/python3 /usr/local/bin/python3; do
+        if [ -x "$candidate" ]; then PY="$candidate"; break; fi
+    done
+fi
+[ -n "$PY" ] || die "no Python outside /usr/bin (brew install python, or set PYTHON)"
+case "$(cd "$(dirname "$PY")" && pwd -P)" in
+    /usr/bin|/bin|/System/*) die "$PY is SIP-protected: DYLD_LIBRARY_PATH would not reach it (set PYTHON)" ;;
+esac
+
+loader=""
+for dir in "${VULKAN_SDK:+$VULKAN_SDK/lib}" "$(brew --prefix vulkan-loader 2>/dev/null || true)/lib" \
+           "$BREW/lib" /usr/local/lib; do
+    for name in libvulkan.dylib libvulkan.1.dylib; do
+        if [ -n "$dir" ] && [ -e "$dir/$name" ]; then loader="$dir/$name"; break 2; fi
+    done
+done
+[ -n "$loader" ] || die "no Vulkan loader (brew install vulkan-loader molten-vk, or set VULKAN_SDK)"
+LIBDIR="$(mktemp -d)"
+LOG="$(mktemp)"
+trap 'rm -rf "$LIBDIR" "$LOG"' EXIT
+ln -s "$loader" "$LIBDIR/libvulkan.dylib"
+export DYLD_LIBRARY_PATH="$LIBDIR${DYLD_LIBRARY_PATH:+:$DYLD_LIBRARY_PATH}"
+if [ -z "${VK_DRIVER_FILES:-}" ]; then
+    for icd in "${VULKAN_SDK:+$VULKAN_SDK/share/vulkan/icd.d/MoltenVK_icd.json}" \
+               "$(brew --prefix molten-vk 2>/dev/null || true)/etc/vulkan/icd.d/MoltenVK_icd.json" \
+               "$BREW/etc/vulkan/icd.d/MoltenVK_icd.json" "$BREW/share/vulkan/icd.d/MoltenVK_icd.json"; do
+        if [ -n "$icd" ] && [ -f "$icd" ]; then export VK_DRIVER_FILES="$icd"; break; fi
+    done
+fi
+[ -n "${VK_DRIVER_FILES:-}" ] && export VK_ICD_FILENAMES="$VK_DRIVER_FILES"  # older loaders
+
+"$PY" -m venv .venv || die "could not create .venv with $PY"
+.venv/bin/python -m pip install -q -r requirements-dev.txt || die "pip install -r requirements-dev.txt failed"
+.venv/bin/python -m pip install -q --no-build-isolation --no-deps -e . || die "could not build caliper-vk"
+.venv/bin/python -c "import vulkan" \
+    || die "the vulkan package cannot load $loader (DYLD_LIBRARY_PATH=$DYLD_LIBRARY_PATH)"
+.venv/bin/python -m caliper_vk.cli doctor || die "caliper doctor failed (no MoltenVK device?)"
+
+result() {  # pytest's last summary, or why there is none
+    local rc="$1" line
+    line="$(grep -E '(passed|failed|error|skipped).* in [0-9.]+s' "$LOG" | tail -1 | tr -d '=' | xargs)"
+    if [ "$rc" -eq 124 ]; then echo "TIMED OUT after ${DEADLINE}s${line:+ ($line)}"; else echo "${line:-no result (rc=$rc)}"; fi
+}
+# 1. the byte-exact suite on MoltenVK
+.venv/bin/python ci/deadline.py "$DEADLINE" -- .venv/bin/python -m pytest -q tests \
+    --ignore=tests/hardware "$@" 2>&1 | tee "$LOG"
+exact_rc=${PIPESTATUS[0]}
+exact="$(result "$exact_rc")"
+# 2. the GPU paths on MPS; every test that applies must run here (any other skip is a failure)
+CALIPER_HW_BACKENDS=mps .venv/bin/python ci/deadline.py "$DEADLINE" -- .venv/bin/python -m pytest -q -rs \
+    tests/hardware "$@" 2>&1 | tee "$LOG"
+hw_rc=${PIPESTATUS[0]}
+hw="$(result "$hw_rc")"
+skipped="$(grep '^SKIPPED' "$LOG" | grep -vc 'n/a on' || true)"
 status=PASSED
-if [ $exact -ne 0 ] || [ $metal -ne 0 ] || [ "$skipped" -ne 0 ]; then status=FAILED; fi
-echo "macos-metal: $status | byte-exact suite rc=$exact | Metal interop rc=$metal, hardware tests skipped: $skipped"
-[ $status = PASSED ]
+if [ "$exact_rc" -ne 0 ] || [ "$hw_rc" -ne 0 ] || [ "$skipped" -ne 0 ]; then status=FAILED; fi
+note=""
+[ "$skipped" -ne 0 ] && note=" ($skipped GPU tests skipped; each must run here: see -rs above)"
+echo "macos-metal: $status | byte-exact suite on $CALIPER_VK_DEVICE: $exact | GPU paths (mps): $hw$note"
+[ "$status" = PASSED ]
