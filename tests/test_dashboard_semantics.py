@@ -240,3 +240,29 @@ def test_a_pinned_cell_is_shown_under_its_panel(tmp_path, monkeypatch):
     assert "25 at [1, 2] of shape (2, 3); module relu1, example val[0]; frame from step 20" in texts
     cell = [y for label, y in traces if label.startswith("cell##pin")]
     assert cell and cell[-1].tolist() == [15.0, 25.0, 35.0, 45.0]
+
+
+def test_a_two_unit_hidden_state_is_drawn_as_its_raw_coordinates(monkeypatch):
+    from caliper_vk.runs import example_paths
+
+    run = load_run(next(p for p in example_paths() if p.parent.name == "sweep_width2"))
+    frame = run.arrays["hidden/relu1"][-1]
+    assert model.raw_pairs(frame.array) and not model.raw_pairs(np.zeros((20, 3)))
+    drawn, texts = [], []
+    real_scatter, real_text = app.implot.plot_scatter, app.imgui.text_disabled
+    monkeypatch.setattr(app.implot, "plot_scatter", lambda label, x, y, *a: (
+        drawn.append((label, np.array(x), np.array(y))), real_scatter(label, x, y, *a))[1])
+    monkeypatch.setattr(app.imgui, "text_disabled", lambda t, *a: (texts.append(t), real_text(t, *a))[1])
+    dash = app.Dashboard([run], size=(1300, 800), panels=["Array hidden/relu1"], columns=1)
+    try:
+        dash.render()
+        points = [d for d in drawn if d[0].startswith("points")]
+        assert points and np.array_equal(points[-1][1], frame.array[:, 0])
+        assert np.array_equal(points[-1][2], frame.array[:, 1])
+        assert "raw coordinates of the 2 units (not a projection)" in texts
+        dash.as_cells.add("hidden/relu1")  # the toggle: back to cells
+        drawn.clear()
+        dash.render()
+        assert not [d for d in drawn if d[0].startswith("points")]
+    finally:
+        dash.close()

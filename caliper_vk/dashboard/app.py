@@ -94,6 +94,7 @@ class Dashboard(ScalarPanels, ArrayPanels):
         self.cursor = float(cursor)
         self._textures: dict = {}
         self._items: dict = {}  # the legend of the panel being drawn: label -> colour
+        self.as_cells: set = set()  # array keys drawn as cells though they could be a raw scatter
         self.pinned: dict = {}  # (run name, array key) -> the probe index whose readout is shown
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)

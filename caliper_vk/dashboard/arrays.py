@@ -157,6 +157,13 @@ class ArrayPanels:
     def _array_panel(self, panel: model.Panel, index: int) -> None:
         key = panel.keys[0]
         imgui.text(panel.title)
+        two = [run for _, run in self._runs_with("arrays", key)
+               if any(model.raw_pairs(f.array) for f in run.arrays[key])]
+        if two:  # a two-unit hidden state: its own two coordinates can be drawn as they are
+            imgui.same_line()
+            changed, on = imgui.checkbox(f"raw scatter##sc{index}", key not in self.as_cells)
+            if changed:
+                (self.as_cells.discard if on else self.as_cells.add)(key)
         for i, (k, run) in enumerate(self._runs_with("arrays", key)):
             if i:
                 imgui.same_line()
@@ -167,18 +174,38 @@ class ArrayPanels:
                 ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
                                               f"example {f.example}" if f.example else "",
                                               f"shape {tuple(f.array.shape)}") if x)
-                imgui.text_disabled(ident)
+                imgui.push_style_color(imgui.Col_.text, imgui.get_style().color_(imgui.Col_.text_disabled))
+                imgui.text_wrapped(ident)  # a long example name wraps; it is never cut
+                imgui.pop_style_color()
                 a = f.array
                 fin = np.isfinite(a)
                 if fin.any():
                     imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
                                         + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
                 size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
+                if model.raw_pairs(a) and key not in self.as_cells:
+                    self._raw_scatter(f"##raw{index}_{k}", run, a, size)
+                    imgui.end_group()
+                    continue
                 tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
                                          self._array_data(a), size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
                 self._cell_readout(("a", k, key), run, key, f, tex.size)
             imgui.end_group()
+
+    def _raw_scatter(self, plot_id: str, run: Run, a: np.ndarray, size: int) -> None:
+        """An (examples, 2) hidden state as its raw coordinates: one point per example, unit 0
+        across and unit 1 up, on equal scales; no projection is computed, and the axes say so."""
+        imgui.text_disabled("raw coordinates of the 2 units (not a projection)")
+        height = max(80.0, imgui.get_content_region_avail().y - 4)
+        if self._begin_plot(plot_id, imgui.ImVec2(height + 60, height), implot.Flags_.no_legend
+                            | implot.Flags_.equal):
+            implot.setup_axes("unit 0 (raw)", "unit 1 (raw)", implot.AxisFlags_.auto_fit,
+                              implot.AxisFlags_.auto_fit)
+            xy = np.ascontiguousarray(np.asarray(a, np.float64).T)
+            dots = _spec(self._rgb(run), marker=implot.Marker_.circle)
+            implot.plot_scatter(f"points{plot_id}", xy[0], xy[1], dots)
+            self._end_plot()
 
     def pin_cell(self, key: str, index, run: str | None = None) -> None:
         """Show cell ``index`` of array probe ``key`` (of run ``run``, default every run that has

@@ -151,6 +151,14 @@ def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object |
     return f, f"frame from step {f.step}{same}"
 
 
+def raw_pairs(a) -> bool:
+    """True for an (examples, 2) array with more than two rows: a two-unit hidden state, which
+    the dashboard can draw as the raw scatter of its two coordinates (seed 002: "not a computed
+    projection")."""
+    shape = np.shape(a)
+    return len(shape) == 2 and shape[1] == 2 and shape[0] > 2
+
+
 def cell_trace(frames: list, index: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The value of one cell (``index`` into a probe's array) in every recorded frame: (steps,
     values), NaN where a frame has no such cell (another shape). The dashboard draws it with a
