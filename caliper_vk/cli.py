@@ -194,7 +194,7 @@ def cmd_view(args) -> int:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
-                   shown=shown)
+                   shown=shown, reveal=args.reveal)
     if args.png or not display_available():
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
@@ -271,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="append", metavar="RUN",
                    help="draw only these runs at first (repeatable; the others stay in the sidebar's run "
                    "selector, hidden; default: every run given, or the first bundled example)")
+    p.add_argument("--reveal", action="store_true",
+                   help="show each run only up to the cursor, starting at the first evaluation, with its "
+                   "settings hidden until you name a symptom (for reading a run as it unfolded)")
     p.add_argument("--smoothing", type=float, default=0.0,
                    help="EMA weight in [0, 1) for a smoothed line beside each raw trace")
     p.add_argument("--columns", type=int, default=2, help="panels per row (default 2)")

@@ -266,3 +266,23 @@ def test_a_two_unit_hidden_state_is_drawn_as_its_raw_coordinates(monkeypatch):
         assert not [d for d in drawn if d[0].startswith("points")]
     finally:
         dash.close()
+
+
+def test_reveal_shows_each_run_only_up_to_the_cursor(tmp_path):
+    run = _score_run(tmp_path)  # val/score peaks at step 20; validation every 10 steps
+    early = model.revealed(run, 15)
+    assert early.metrics["train/loss"].step[-1] == 15 and early.metrics["val/score"].step.tolist() == [10]
+    assert early.status == "running" and not early.ended and early.step_range == (1, 15)
+    assert model.best_marks(early).best_step == 10  # the step-20 best is not seen yet
+    assert model.revealed(run, 50).status == "complete"
+    dash = app.Dashboard([run], size=(1000, 700), panels=["loss", "metrics"], reveal=True)
+    try:
+        assert dash.cursor == 10.0 and not dash.settings_shown  # starts at the first evaluation
+        dash.render()
+        assert dash.runs[0].metrics["val/score"].step.tolist() == [10]
+        dash.cursor = 35.0
+        dash.render()
+        assert dash.runs[0].metrics["val/score"].step.tolist() == [10, 20, 30]
+        assert dash.full_runs[0] is run and len(run.metrics["val/score"].step) == 5  # nothing lost
+    finally:
+        dash.close()

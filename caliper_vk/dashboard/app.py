@@ -30,7 +30,7 @@ class Dashboard(ScalarPanels, ArrayPanels):
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
-                 shown: list[str] | None = None):
+                 shown: list[str] | None = None, reveal: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -45,7 +45,13 @@ class Dashboard(ScalarPanels, ArrayPanels):
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         # every loaded run keeps its colour; the sidebar shows, hides and filters them
         self.all_runs = list(runs)
-        self._colours = {id(r): PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self._colours = {r.name: PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        # reveal: each run drawn as it stood at the cursor (see model.revealed); settings hidden
+        # until the reader has named a symptom
+        self.reveal = bool(reveal)
+        self.symptom = ""
+        self.settings_shown = not self.reveal
+        self._revealed: tuple | None = None
         self.hidden = {r.name for r in runs if shown and r.name not in shown}
         self.run_filter = ""
         self._limits: dict = {}
@@ -87,6 +93,10 @@ class Dashboard(ScalarPanels, ArrayPanels):
             self.enabled = [p.options.get("group") in ("loss", "metrics", "lr") for p in self.panels]
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
+        if cursor is None and self.reveal:  # reveal starts at the first evaluation
+            firsts = [run.coordinate(axis, e[:1])[0] for run in self.runs
+                      if len(e := model.evaluation_steps(run))]
+            cursor = min(firsts) if firsts else 0.0
         if cursor is None:  # the latest recorded progress of any run, on the chosen axis
             ends = [run.coordinate(axis, np.array([run.step_range[1]]))[0]
                     for run in self.runs if run.step_range]
@@ -104,6 +114,8 @@ class Dashboard(ScalarPanels, ArrayPanels):
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, events=None) -> list:
         events = self.ui.new_frame(events)
+        if self.reveal:
+            self._reveal_to_cursor()
         io = imgui.get_io()
         imgui.set_next_window_pos(imgui.ImVec2(0, 0))
         imgui.set_next_window_size(io.display_size)
@@ -131,15 +143,31 @@ class Dashboard(ScalarPanels, ArrayPanels):
         return events
 
     def _rgb(self, run: Run) -> tuple:
-        return self._colours[id(run)]
+        return self._colours[run.name]
 
     def _set_shown(self) -> None:
         """The runs drawn: those not hidden whose name contains the filter (case-insensitive).
         Each keeps its colour whichever others are shown."""
         f = self.run_filter.lower()
-        self.runs = [r for r in self.all_runs if r.name not in self.hidden and f in r.name.lower()]
+        self.full_runs = [r for r in self.all_runs if r.name not in self.hidden and f in r.name.lower()]
+        self.runs = self.full_runs
+        self._revealed = None
         self._limits.clear()  # refit the plots to the runs now shown
         self._cache.clear()
+
+    def _reveal_to_cursor(self) -> None:
+        """Reveal mode: draw each shown run as it stood at the cursor's step (recomputed when
+        the cursor reaches another step); the plots keep the whole run's x range."""
+        steps = [r.to_step(self.axis, self.cursor) for r in self.full_runs]
+        key = tuple(None if s is None else int(s) for s in steps)
+        if self._revealed is not None and self._revealed[0] == key:
+            return
+        ahead = [r.step_range is not None and self.cursor < r.coordinate(self.axis, np.array(
+            [r.step_range[0]]))[0] for r in self.full_runs]
+        self.runs = [r if s is None and not before else model.revealed(r, -1 if s is None else s)
+                     for r, s, before in zip(self.full_runs, steps, ahead, strict=True)]
+        self._revealed = (key, self.runs)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] in ("x",)}  # series changed
 
     def _run_selector(self) -> None:
         """Show or hide each run, and filter them by name."""
@@ -157,7 +185,8 @@ class Dashboard(ScalarPanels, ArrayPanels):
                     (self.hidden.discard if on else self.hidden.add)(run.name)
                     self._set_shown()
                 imgui.same_line()
-            imgui.text_colored(_col(self._rgb(run), 1.0 if run in self.runs else 0.4), f"■ {run.name}")
+            drawn = run.name in {r.name for r in self.runs}
+            imgui.text_colored(_col(self._rgb(run), 1.0 if drawn else 0.4), f"■ {run.name}")
 
     def _sidebar(self) -> None:
         imgui.text("Runs")
@@ -174,6 +203,7 @@ class Dashboard(ScalarPanels, ArrayPanels):
                 for p in run.problems[:50]:
                     imgui.text_wrapped(p)
                 imgui.tree_pop()
+        self._settings()
         imgui.separator()
         imgui.text("x axis")
         for a in model.AXES:
@@ -194,6 +224,32 @@ class Dashboard(ScalarPanels, ArrayPanels):
         if imgui.tree_node("Panels"):
             for i, p in enumerate(self.panels):
                 _, self.enabled[i] = imgui.checkbox(f"{p.title}##en{i}", self.enabled[i])
+            imgui.tree_pop()
+
+    def _settings(self) -> None:
+        """The runs' settings (config); in reveal mode behind a symptom the reader names first,
+        and a button to the next evaluation (where to stop and read)."""
+        if self.reveal:
+            imgui.separator()
+            imgui.text_wrapped("Reveal: each run is shown only up to the cursor.")
+            if imgui.button("next evaluation ▶"):
+                stops = [run.coordinate(self.axis, model.evaluation_steps(run)) for run in self.full_runs]
+                nxt = [x for xs in stops for x in xs if x > self.cursor + 1e-9]
+                if nxt:
+                    self.cursor = float(min(nxt))
+            if not self.settings_shown:
+                _, self.symptom = imgui.input_text_with_hint("##symptom", "name a symptom you see",
+                                                             self.symptom)
+                imgui.begin_disabled(not self.symptom.strip())
+                if imgui.button("show the run settings"):
+                    self.settings_shown = True
+                imgui.end_disabled()
+                return
+        if imgui.tree_node("Run settings"):
+            for run in self.full_runs:
+                imgui.text_colored(_col(self._rgb(run)), run.name)
+                for k, v in list(run.config.items())[:40]:
+                    imgui.text_wrapped(f"  {k}: {v}")
             imgui.tree_pop()
 
     def _change_axis(self, axis: str) -> None:
@@ -220,8 +276,10 @@ class Dashboard(ScalarPanels, ArrayPanels):
                 r = model.read_cursor(run, key, self.axis, self.cursor)
                 if r.state == "not-recorded" and len(self.runs) > 1:
                     continue
-                imgui.text_colored(_col(self._rgb(run), 0.9 if r.state == "value" else 0.55),
-                                   f"  {run.name}: {r.text}")
+                alpha = 0.9 if r.state == "value" else 0.55
+                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), alpha))
+                imgui.text_wrapped(f"  {run.name}: {r.text}")  # wrapped, never cut at the sidebar's edge
+                imgui.pop_style_color()
 
     # -- plots -------------------------------------------------------------------------------
     # ImPlot fills a plot's whole frame with FrameBg and then its plot area with PlotBg: two opaque

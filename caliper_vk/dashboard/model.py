@@ -129,7 +129,8 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
         return Reading(run.name, key, "outside", text=f"outside this run ({where})")
     i = s.at(step)
     if i is None:
-        return Reading(run.name, key, "before-first", text=f"before its first sample (step {int(s.step[0])})")
+        first = f" (step {int(s.step[0])})" if len(s) else ""
+        return Reading(run.name, key, "before-first", text=f"before its first sample{first}")
     v = float(s.value[i])
     ph = bool(s.placeholder[i])
     text = f"{_fmt(v)} at step {int(s.step[i])}" + (" (placeholder, not a measurement)" if ph else "")
@@ -149,6 +150,41 @@ def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object |
     cursor = math.floor(step)
     same = "" if f.step == cursor else f" (latest at or before cursor step {cursor})"
     return f, f"frame from step {f.step}{same}"
+
+
+def revealed(run: Run, step: float) -> Run:
+    """``run`` as it stood at ``step``: every series, frame, snapshot, epoch and progress point
+    after it left out, the status not yet known. The reveal mode draws this, so the best and
+    later epochs are not seen before the reader moves past them. Arrays are views (no copies)."""
+    from dataclasses import replace
+
+    from ..record.run import Series
+
+    upto = math.floor(step)
+    n = int(np.searchsorted(run.progress_step, upto, side="right"))
+    metrics = {}
+    for k, s in run.metrics.items():
+        i = int(np.searchsorted(s.step, upto, side="right"))
+        metrics[k] = Series(s.name, s.step[:i], s.value[:i], s.placeholder[:i], s.unit, s.description, s.goal)
+
+    def frames(section: dict) -> dict:
+        return {k: [f for f in v if f.step <= upto] for k, v in section.items()}
+
+    last = run.step_range[1] if run.step_range else None
+    done = last is not None and upto >= last
+    finite = all(bool(np.all(np.isfinite(m.value))) for m in metrics.values())
+    return replace(run, metrics=metrics, histograms=frames(run.histograms), arrays=frames(run.arrays),
+                   confusions=frames(run.confusions), snapshots=[s for s in run.snapshots if s[0] <= upto],
+                   epochs=[e for e in run.epochs if e.get("step", 0) <= upto],
+                   progress_step=run.progress_step[:n], progress_time=run.progress_time[:n],
+                   progress_epoch=None if run.progress_epoch is None else run.progress_epoch[:n],
+                   status=run.status if done else "running", ended=run.ended and done, finite=finite)
+
+
+def evaluation_steps(run: Run) -> np.ndarray:
+    """The steps at which the run's best metric was measured (the reveal mode's stops)."""
+    s = run.metrics.get(best_metric(run))
+    return s.measured()[0] if s is not None else np.zeros(0, np.int64)
 
 
 def raw_pairs(a) -> bool:

@@ -171,7 +171,7 @@ class ScalarPanels:
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [(float(x[0]), float(x[-1])) for run in self.runs for k in panel.keys
+        ends = [(float(x[0]), float(x[-1])) for run in self.full_runs for k in panel.keys  # whole runs
                 if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
         if not ends:
             return None
