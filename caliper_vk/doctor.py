@@ -1,9 +1,12 @@
 """``caliper doctor``: what this machine's Vulkan can do for Caliper, and why not.
 
 Reports every Vulkan device (name, kind, driver, API version), which one
-Caliper picks, and for that device each transfer path a panel could get:
+Caliper picks, the device profile in force (``CALIPER_VK_PROFILE``) with what it
+hides and lowers, and for that device each transfer path a panel could get:
 host-pointer import, opaque-FD import, timeline semaphores, CUDA interop and
-Metal interop — with the reason whenever one is unavailable.
+Metal interop — with the reason whenever one is unavailable — and the shader
+features the built-in views need (read from their SPIR-V, so the report
+cannot drift from the shaders).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import os
 import platform
 from dataclasses import dataclass
 
-from .engine import Instance
+from .engine import Instance, limits, shaders
 from .engine.instance import DEVICE_ENV, FAST_MATH_ENV, VALIDATION_LAYER, validation_layer_available
+from .engine.profiles import PROFILE_ENV, PROFILES
 
 
 @dataclass
@@ -92,6 +96,26 @@ def _metal_interop(info) -> Capability:
                       "host sync (torch.mps.synchronize + fence); fast math off")
 
 
+def shaders_needing(feature: str) -> list[str]:
+    """The built-in compute shaders whose SPIR-V declares the capability ``feature`` allows."""
+    caps = [c for c, (f, _) in limits.CAPABILITY_FEATURES.items() if f == feature]
+    stems = sorted(p.stem for p in shaders.HERE.glob("*.comp"))
+    return [s for s in stems if set(caps) & limits.spirv_requirements(shaders.load(s))[0]]
+
+
+def _shader_feature(info, feature: str, what: str) -> Capability:
+    users = shaders_needing(feature)
+    have = bool(info.features.get(feature))
+    if not users:
+        return Capability(what, have, f"{feature} {'present' if have else 'missing'}; "
+                          "no built-in view needs it")
+    names = ", ".join(users)
+    if have:
+        return Capability(what, True, f"{feature} (used by {names})")
+    return Capability(what, False, f"{feature} missing: {names} refuse to run on this device, "
+                      "naming the feature")
+
+
 def capabilities(info) -> list[Capability]:
     """The transfer paths and features of one physical device, each with its reason."""
     caps = []
@@ -112,13 +136,21 @@ def capabilities(info) -> list[Capability]:
         "timeline semaphores", info.timeline_semaphore,
         "Vulkan 1.2 timelineSemaphore" if info.timeline_semaphore else
         "timelineSemaphore feature missing: live attach falls back to fences"))
-    caps.append(Capability(
-        "64-bit buffer atomics", info.buffer_int64_atomics,
-        "shaderBufferInt64Atomics (point-cloud depth resolve)" if info.buffer_int64_atomics else
-        "shaderBufferInt64Atomics missing: the pointcloud view cannot run on this device"))
+    for feature, what in limits.CAPABILITY_FEATURES.values():
+        caps.append(_shader_feature(info, feature, what))
     caps.append(_cuda_interop(info))
     caps.append(_metal_interop(info))
     return caps
+
+
+def profile_lines(profile, info) -> list[str]:
+    """The device profile in force and what it changes on ``info``."""
+    if profile is None:
+        return [f"Device profile: none ({PROFILE_ENV} unset; known: {', '.join(PROFILES)})"]
+    lines = [f"Device profile: {profile.name} ({PROFILE_ENV}): {profile.summary}"]
+    changes = info.profile_changes or ("nothing: this device already has no more than the profile",)
+    lines += [f"  hides/lowers: {c}" for c in changes]
+    return lines
 
 
 def report() -> str:
@@ -135,6 +167,7 @@ def report() -> str:
                      f"(set {DEVICE_ENV} to choose another)")
         lines.append(f"  device UUID {chosen.device_uuid.hex()}, "
                      f"maxStorageBufferRange {chosen.max_storage_buffer_range} B")
+        lines += profile_lines(inst.profile, chosen)
         lines.append("Transfer paths and features:")
         for cap in capabilities(chosen):
             lines.append(f"  [{'yes' if cap.ok else ' no'}] {cap.name}: {cap.detail}")

@@ -12,6 +12,7 @@ import vulkan as vk
 from ._vk import WHOLE_SIZE, ffi, new
 from .device import Device
 from .image import StorageImage, subresource_range
+from .limits import check_dispatch
 
 
 class Recorder:
@@ -102,6 +103,7 @@ class Recorder:
             [descriptor_set.handle], 0, None,
         )
         if x and y and z:
+            check_dispatch(self.device.info, pipeline.name, x, y, z)
             vk.vkCmdDispatch(self.handle, x, y, z)
 
     def copy_buffer(self, src, dst, size: int, src_offset: int = 0, dst_offset: int = 0) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import vulkan as vk
 
+from . import limits
 from ._vk import WHOLE_SIZE, ffi, new
 from .device import Device
 
@@ -45,6 +46,7 @@ class ComputePipeline:
         unknown = [b for b in self.bindings if b not in _KINDS]
         if unknown:
             raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
+        limits.check_pipeline(device.info, spirv, self.bindings, name)
         dev = device.handle
         code = ffi.new("char[]", bytes(spirv))
         self.module = vk.vkCreateShaderModule(
@@ -139,6 +141,7 @@ class DescriptorSet:
         writes = []
         for i, (kind, res) in enumerate(zip(pipeline.bindings, self.resources, strict=False)):
             if kind != "image":
+                limits.check_range(pipeline.device.info, kind, res.size, pipeline.name)
                 info = new("VkDescriptorBufferInfo", buffer=res.handle, offset=0, range=WHOLE_SIZE)
                 writes.append(new("VkWriteDescriptorSet", dstSet=self.handle, dstBinding=i,
                                   descriptorCount=1, descriptorType=_KINDS[kind], pBufferInfo=info))

@@ -4,8 +4,11 @@ Feature negotiation: the engine asks for Vulkan 1.2's timeline semaphores and
 64-bit buffer atomics when the device has them, and for every optional
 extension in :data:`~.instance.OPTIONAL_DEVICE_EXTENSIONS` it advertises
 (``VK_KHR_portability_subset`` must be enabled whenever it is advertised).
+Both come from the instance's :class:`PhysicalDeviceInfo`, so a device profile
+(:mod:`.profiles`) that hides a feature or an extension keeps it disabled here.
 What was enabled is recorded in :attr:`Device.features` and
-:attr:`Device.extensions`; views that need a feature check it and say so.
+:attr:`Device.extensions`; pipelines check the features their SPIR-V needs
+(:mod:`.limits`) and say which one is missing.
 
 Deferred release: GPU objects are never destroyed while a submission that may
 use them is in flight. :meth:`Device.retire` queues a destroy callback tagged
@@ -103,21 +106,19 @@ class Device:
         has_surface = "VK_KHR_surface" in self.instance.extensions
         self.extensions = tuple(e for e in OPTIONAL_DEVICE_EXTENSIONS if info.has(e)
                                 and (e != "VK_KHR_swapchain" or has_surface))
+        # Only what the (profile-adjusted) info reports is enabled: a feature a profile hides
+        # stays off here, so the validation layer flags any shader that still uses it.
         f12 = new(
             "VkPhysicalDeviceVulkan12Features",
             timelineSemaphore=int(info.timeline_semaphore),
             shaderBufferInt64Atomics=int(info.buffer_int64_atomics),
         )
-        base = vk.vkGetPhysicalDeviceFeatures(pd)
-        features = new(
-            "VkPhysicalDeviceFeatures2",
-            pNext=f12,
-        )
-        features.features.shaderInt64 = base.shaderInt64
+        features = new("VkPhysicalDeviceFeatures2", pNext=f12)
+        features.features.shaderInt64 = int(info.shader_int64)
         self.features = {
             "timeline_semaphore": info.timeline_semaphore,
             "buffer_int64_atomics": info.buffer_int64_atomics,
-            "shader_int64": bool(base.shaderInt64),
+            "shader_int64": info.shader_int64,
         }
         queue_info = new(
             "VkDeviceQueueCreateInfo", queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0]

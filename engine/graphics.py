@@ -37,6 +37,7 @@ import vulkan as vk
 from . import shaders
 from ._vk import ffi, new
 from .device import Device
+from .limits import check_graphics
 
 TARGET_FORMAT = vk.VK_FORMAT_R8G8B8A8_UNORM
 VERTEX_DTYPE = np.dtype([("position", "<f4", (2,)), ("uv", "<f4", (2,)), ("color", "u1", (4,))])
@@ -54,6 +55,7 @@ class OverlayPipeline:
 
     def __init__(self, device: Device):
         self.device = device
+        check_graphics(device.info, "the overlay pipeline", PUSH_CONSTANT_BYTES, VERTEX_DTYPE.itemsize)
         dev = device.handle
         self.render_pass = vk.vkCreateRenderPass(dev, _render_pass_info(), None)
         binding = new("VkDescriptorSetLayoutBinding", binding=0,

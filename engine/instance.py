@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import vulkan as vk
 
+from . import profiles
 from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -97,7 +98,13 @@ def validation_requested() -> bool:
 
 @dataclass
 class PhysicalDeviceInfo:
-    """What a physical device is and what it can do (read, never changed)."""
+    """What a physical device is and what it can do (read, never changed).
+
+    Under a device profile (:mod:`.profiles`) this is what the profile's device class
+    would report: ``name`` says so, ``profile_changes`` lists what was hidden or lowered,
+    and every caller (feature negotiation, import alignment, size checks) sees only that.
+    ``limits`` holds the limits the engine checks, by their Vulkan names.
+    """
 
     handle: object = field(repr=False)
     index: int
@@ -119,6 +126,13 @@ class PhysicalDeviceInfo:
     driver_uuid: bytes = b""
     device_luid: bytes | None = None  # Windows: the adapter LUID, when the driver reports one
     driver_version: int = 0  # VkPhysicalDeviceProperties.driverVersion, vendor-encoded
+    device_name: str = ""  # the driver's name for the device, whatever the profile
+    shader_int64: bool = False
+    features: dict = field(default_factory=dict, repr=False)  # Vulkan feature name -> bool
+    limits: dict = field(default_factory=dict, repr=False)  # Vulkan limit name -> value
+    portability: dict | None = None  # VK_KHR_portability_subset restrictions, when a profile sets them
+    profile: str | None = None
+    profile_changes: tuple = ()
 
     def has(self, extension: str) -> bool:
         return extension in self.extensions
@@ -142,6 +156,13 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
         vk.vkGetPhysicalDeviceFeatures2(handle, feats)
     limits = props.limits
     kind = _TYPE_NAMES.get(props.deviceType, "other")
+    features = {"timelineSemaphore": bool(f12.timelineSemaphore),
+                "shaderBufferInt64Atomics": bool(f12.shaderBufferInt64Atomics),
+                "shaderInt64": bool(feats.features.shaderInt64)}
+    limit_values = {}
+    for name in profiles.LIMIT_NAMES:
+        value = getattr(limits, name)
+        limit_values[name] = int(value) if isinstance(value, int) else tuple(int(v) for v in value)
     return PhysicalDeviceInfo(
         handle=handle,
         index=index,
@@ -154,10 +175,14 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
         vendor_id=props.vendorID,
         device_uuid=bytes(ffi.buffer(ids.deviceUUID)),
         extensions=exts,
-        timeline_semaphore=bool(f12.timelineSemaphore),
-        buffer_int64_atomics=bool(f12.shaderBufferInt64Atomics),
-        max_storage_buffer_range=int(limits.maxStorageBufferRange),
-        max_compute_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
+        timeline_semaphore=features["timelineSemaphore"],
+        buffer_int64_atomics=features["shaderBufferInt64Atomics"],
+        shader_int64=features["shaderInt64"],
+        features=features,
+        limits=limit_values,
+        device_name=props.deviceName,
+        max_storage_buffer_range=limit_values["maxStorageBufferRange"],
+        max_compute_workgroup_count=limit_values["maxComputeWorkGroupCount"],
         timestamp_period_ns=float(limits.timestampPeriod),
         driver_uuid=bytes(ffi.buffer(ids.driverUUID)),
         driver_version=int(props.driverVersion),
@@ -177,9 +202,13 @@ class Instance:
         Enable the Khronos validation layer; defaults to ``CALIPER_VK_VALIDATION``.
     extensions : list of str
         Extra instance extensions (for example the surface extensions GLFW asks for).
+    profile : str or Profile, optional
+        A device profile (:mod:`.profiles`) every device is reported under; defaults to
+        ``CALIPER_VK_PROFILE``. An unknown name raises :class:`~.profiles.ProfileError`.
     """
 
-    def __init__(self, validation: bool | None = None, extensions=()):
+    def __init__(self, validation: bool | None = None, extensions=(), profile=None):
+        self.profile = profiles.resolve(profile)
         self.validation = validation_requested() if validation is None else validation
         available = {e.extensionName for e in vk.vkEnumerateInstanceExtensionProperties(None)}
         layers_available = {layer.layerName for layer in vk.vkEnumerateInstanceLayerProperties()}
@@ -213,7 +242,8 @@ class Instance:
             applicationVersion=1,
             pEngineName="caliper-vk",
             engineVersion=1,
-            apiVersion=api_version(1, 3),
+            # a profile's class may have an older Vulkan: validation then flags newer calls
+            apiVersion=api_version(*(self.profile.api_version if self.profile else (1, 3))),
         )
         self._callback = None
         messenger_info = None
@@ -272,7 +302,7 @@ class Instance:
     def physical_devices(self) -> list[PhysicalDeviceInfo]:
         if self._devices is None:
             handles = vk.vkEnumeratePhysicalDevices(self.handle)
-            self._devices = [_query(h, i) for i, h in enumerate(handles)]
+            self._devices = [profiles.apply(_query(h, i), self.profile) for i, h in enumerate(handles)]
         return self._devices
 
     def select(self, choice: str | None = None) -> PhysicalDeviceInfo:
@@ -299,7 +329,7 @@ class Instance:
                     return d
         else:
             for d in devices:
-                if text in d.name.lower():
+                if text in d.device_name.lower():
                     return d
         listing = ", ".join(f"{d.index}: {d.name} ({d.kind})" for d in devices)
         raise NoDeviceError(

@@ -7,6 +7,7 @@ import torch
 import caliper_vk as cv
 from caliper_vk.views import Confusion
 from images import assert_view_matches_twin
+from device_paths import cpu_path
 
 RNG = np.random.default_rng(5)
 
@@ -40,7 +41,7 @@ def test_live_counts_update_in_place():
         assert panel.path == "host staging"
         assert panel.reason == "row shares are computed on the host each frame"
         raw = s.attach(m, "confusion", name="val counts")
-        assert raw.path == "zero-copy"
+        assert raw.path == cpu_path()
         first = s.render()
         with panel.writing():
             m.copy_(torch.from_numpy(counts(5)).int())

@@ -10,13 +10,17 @@ a staging buffer every frame and the record says why.
 
 from __future__ import annotations
 
+import mmap
 import weakref
 
 import numpy as np
 
 from .contract import ExternalBuffer, check_tensor, dtype_name
 
-PAGE = 4096
+# empty() aligns to the largest host-import alignment of the device classes Caliper runs on
+# (16 KiB: MoltenVK reports Apple Silicon's page size as minImportedHostPointerAlignment; the
+# `apple` device profile too), so an import covers its own allocation and nothing more.
+PAGE = max(16384, mmap.PAGESIZE)
 # storage data pointer -> the numpy buffer that owns it, for tensors from empty()
 _shared: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
