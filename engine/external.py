@@ -74,9 +74,13 @@ class ImportedBuffer:
         if props.memoryTypeBits == 0:
             raise HostImportError("the driver offers no memory type for this host memory")
         external = new("VkExternalMemoryBufferCreateInfo", handleTypes=HOST_ALLOCATION)
-        self.handle = vk.vkCreateBuffer(
-            dev, new("VkBufferCreateInfo", pNext=external, size=self.size, usage=ALL_USAGE,
-                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        try:  # some MoltenVK releases refuse this buffer (MoltenVK issues 2619, 2806): stage instead
+            self.handle = vk.vkCreateBuffer(
+                dev, new("VkBufferCreateInfo", pNext=external, size=self.size, usage=ALL_USAGE,
+                         sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        except vk.VkError as exc:
+            raise HostImportError(f"vkCreateBuffer refused a buffer for imported host memory "
+                                  f"({type(exc).__name__})") from exc
         req = vk.vkGetBufferMemoryRequirements(dev, self.handle)
         bits = props.memoryTypeBits & req.memoryTypeBits
         if bits == 0:

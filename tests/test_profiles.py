@@ -154,3 +154,23 @@ def test_apple_nohost_stages_cpu_tensors_and_says_why(devices):
         with panel.writing():
             t.fill_(3.0)
         assert np.array_equal(s.render(), s.canvas.reference())
+
+
+def test_a_driver_that_refuses_the_import_buffer_gets_staging(devices, monkeypatch):
+    """MoltenVK 1.4.0-1.4.2 advertise host import but refuse its vkCreateBuffer (issues 2619,
+    2806): the panel must stage and say so, not fail."""
+    from caliper_vk.engine import external
+
+    create = external.vk.vkCreateBuffer
+
+    def refuse_external(dev, info, allocator):
+        if info.pNext:  # VkExternalMemoryBufferCreateInfo: the import's buffer
+            raise external.vk.VkErrorFeatureNotPresent()
+        return create(dev, info, allocator)
+
+    monkeypatch.setattr(external.vk, "vkCreateBuffer", refuse_external)
+    with cv.Session(window=False, size=(120, 90), device=devices["apple"]) as s:
+        panel = s.attach(cv.empty((8, 8)), "heatmap")
+        assert panel.path == "host staging"
+        assert "vkCreateBuffer refused a buffer for imported host memory" in panel.reason
+        assert np.array_equal(s.render(), s.canvas.reference())
