@@ -14,6 +14,7 @@ import vulkan as vk
 
 from ._vk import new
 from .device import Device
+from .limits import check_image
 from .memory import DEVICE_LOCAL
 
 RGBA8_UINT = vk.VK_FORMAT_R8G8B8A8_UINT
@@ -64,6 +65,7 @@ def create_image(device: Device, width: int, height: int, fmt: int, usage: int, 
     """A 2-D optimal-tiling image in its own device-local memory, counted in the device's
     memory statistics: ``(image, memory, allocated bytes)``. The caller destroys all three
     (and calls ``device.account(-allocated)``)."""
+    check_image(device.info, int(width), int(height))
     dev = device.handle
     handle = vk.vkCreateImage(dev, new(
         "VkImageCreateInfo", flags=flags, imageType=vk.VK_IMAGE_TYPE_2D, format=fmt,

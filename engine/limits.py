@@ -100,6 +100,14 @@ def check_range(info, kind: str, nbytes: int, name: str) -> None:
                                f"{limit} of {info.limits[limit]:,} bytes")
 
 
+def check_image(info, width: int, height: int) -> None:
+    """Raise unless a 2-D image of ``width`` x ``height`` fits ``maxImageDimension2D``."""
+    most = info.limits["maxImageDimension2D"]
+    if width > most or height > most:
+        raise DeviceLimitError(f"a {width}x{height} image exceeds {_who(info)}'s maxImageDimension2D "
+                               f"of {most}: use a smaller canvas or window")
+
+
 def check_graphics(info, name: str, push_constant_bytes: int, vertex_stride: int) -> None:
     """Raise unless a graphics pipeline's push constants and vertex stride fit the device
     (``VK_KHR_portability_subset``'s ``minVertexInputBindingStrideAlignment`` included)."""

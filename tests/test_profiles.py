@@ -9,7 +9,7 @@ import torch
 
 import caliper_vk as cv
 from caliper_vk import doctor, exporters
-from caliper_vk.engine import ComputePipeline, Device, Instance, limits, shaders
+from caliper_vk.engine import ComputePipeline, Device, Instance, StorageImage, limits, shaders
 from caliper_vk.engine.instance import VALIDATION_LOG
 from caliper_vk.engine.profiles import PROFILE_ENV, PROFILES, ProfileError
 from caliper_vk.exporters import cpu
@@ -120,6 +120,8 @@ def test_lowered_limits_reach_every_caller():
             exporters.export(torch.zeros(512, 1024), device.info)
         with pytest.raises(limits.DeviceLimitError, match=r"16x16x1 \(256 invocations\).* allows 128"):
             ComputePipeline(device, shaders.load("heatmap"), HEATMAP_BINDINGS, name="heatmap")
+        with pytest.raises(limits.DeviceLimitError, match=r"5000x8 image exceeds .* of 4096"):
+            StorageImage(device, 5000, 8)
     instance.close()
 
 
