@@ -302,7 +302,8 @@ class Instance:
     def physical_devices(self) -> list[PhysicalDeviceInfo]:
         if self._devices is None:
             handles = vk.vkEnumeratePhysicalDevices(self.handle)
-            self._devices = [profiles.apply(_query(h, i), self.profile) for i, h in enumerate(handles)]
+            self._devices = [profiles.apply(_query(h, i), self.profile,
+                                            OPTIONAL_DEVICE_EXTENSIONS) for i, h in enumerate(handles)]
         return self._devices
 
     def select(self, choice: str | None = None) -> PhysicalDeviceInfo:

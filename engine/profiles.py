@@ -170,11 +170,12 @@ def _lower(have, bound):
     return min(have, bound)
 
 
-def apply(info, profile: Profile | None):
+def apply(info, profile: Profile | None, used=()):
     """``info`` as a device of ``profile``'s class reports itself (``info`` itself when None).
 
     The returned info's ``profile_changes`` lists, in words, each feature hidden, each
-    extension hidden and each limit lowered (with the device's and the profile's value).
+    extension hidden that the engine could use (``used``) or the profile names, the count
+    of the others, and each limit lowered (with the device's and the profile's value).
     """
     if profile is None:
         return info
@@ -187,7 +188,11 @@ def apply(info, profile: Profile | None):
     extensions = info.extensions - profile.hide
     if profile.keep_only is not None:
         extensions = extensions & profile.keep_only
-    changes += [f"extension {e} hidden" for e in sorted(info.extensions - extensions)]
+    hidden = info.extensions - extensions
+    named = hidden & (frozenset(used) | profile.hide)
+    changes += [f"extension {e} hidden" for e in sorted(named)]
+    if hidden - named:
+        changes.append(f"{len(hidden - named)} other extensions hidden (the engine uses none of them)")
     limits = dict(info.limits)
     for name, bound in profile.limits.items():
         lowered = _lower(limits[name], bound)
