@@ -31,6 +31,11 @@ from .contract import (
 )
 
 
+PATH_ZERO_COPY = "zero-copy"
+PATH_DEVICE_COPY = "on-device copy"
+PATH_STAGING = "host staging"
+PATH_HOST = "host data"
+
 GPU_KINDS = ("opaque-fd", "opaque-win32", "metal-buffer")
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
@@ -41,6 +46,17 @@ def _staging(tensor, why: str) -> ExternalBuffer:
                           nbytes=tensor.numel() * tensor.element_size(), dtype=dtype_name(tensor),
                           shape=tuple(tensor.shape), owner=(tensor, tensor.untyped_storage()),
                           reason=f"{why}: the tensor is copied to the host every frame")
+
+
+def numpy_alias(tensor) -> tuple:
+    """A numpy array sharing ``tensor``'s memory (a CPU tensor), and the contract dtype name."""
+    import numpy as np
+    import torch
+
+    dtype = dtype_name(tensor)
+    if dtype == "bfloat16":
+        return tensor.detach().view(torch.int16).numpy().view(np.uint16), dtype
+    return tensor.detach().numpy(), dtype
 
 
 def export(tensor, device_info, name: str = "tensor", device=None) -> ExternalBuffer:
@@ -124,8 +140,8 @@ def empty(shape, dtype=None, device="cpu"):
 
 
 __all__ = [
-    "CONTRACT_VERSION", "GPU_KINDS", "SUPPORTED_DTYPES", "ContractError", "ExternalBuffer",
-    "ExternalMemoryError", "LifetimeError", "NotContiguousError", "TooLargeError",
-    "UnsupportedDtypeError", "check_tensor", "check_unchanged", "cpu", "dtype_name", "empty",
-    "export", "import_external", "release", "storage_fingerprint",
+    "CONTRACT_VERSION", "GPU_KINDS", "PATH_DEVICE_COPY", "PATH_HOST", "PATH_STAGING", "PATH_ZERO_COPY",
+    "SUPPORTED_DTYPES", "ContractError", "ExternalBuffer", "ExternalMemoryError", "LifetimeError",
+    "NotContiguousError", "TooLargeError", "UnsupportedDtypeError", "check_tensor", "check_unchanged", "cpu",
+    "dtype_name", "empty", "export", "import_external", "numpy_alias", "release", "storage_fingerprint",
 ]
