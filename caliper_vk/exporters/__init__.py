@@ -1,5 +1,8 @@
-"""Torch tensor → importable handle, under the v1 contract (docs/contract.md).
+"""Torch tensor → live input, under the v1 contract (docs/contract.md).
 
+:func:`open_input` is the one way in: any tensor becomes one
+:class:`LiveInput` carrying the imported memory (or the staged copy), its path,
+the reason and the producer-side sync (:mod:`.live_input`). Beneath it,
 :func:`export` picks the exporter for the tensor's device: CPU tensors are
 imported in place where the driver allows (:mod:`.cpu`); CUDA tensors share
 VRAM with Vulkan through opaque fd / Win32 handles (:mod:`.cuda`, zero-copy for
@@ -29,14 +32,17 @@ from .contract import (
     dtype_name,
     storage_fingerprint,
 )
+from .live_input import (
+    GPU_KINDS,
+    PATH_DEVICE_COPY,
+    PATH_HOST,
+    PATH_STAGING,
+    PATH_ZERO_COPY,
+    LiveInput,
+    open_input,
+)
 
 
-PATH_ZERO_COPY = "zero-copy"
-PATH_DEVICE_COPY = "on-device copy"
-PATH_STAGING = "host staging"
-PATH_HOST = "host data"
-
-GPU_KINDS = ("opaque-fd", "opaque-win32", "metal-buffer")
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
 
@@ -46,17 +52,6 @@ def _staging(tensor, why: str) -> ExternalBuffer:
                           nbytes=tensor.numel() * tensor.element_size(), dtype=dtype_name(tensor),
                           shape=tuple(tensor.shape), owner=(tensor, tensor.untyped_storage()),
                           reason=f"{why}: the tensor is copied to the host every frame")
-
-
-def numpy_alias(tensor) -> tuple:
-    """A numpy array sharing ``tensor``'s memory (a CPU tensor), and the contract dtype name."""
-    import numpy as np
-    import torch
-
-    dtype = dtype_name(tensor)
-    if dtype == "bfloat16":
-        return tensor.detach().view(torch.int16).numpy().view(np.uint16), dtype
-    return tensor.detach().numpy(), dtype
 
 
 def export(tensor, device_info, name: str = "tensor", device=None) -> ExternalBuffer:
@@ -142,6 +137,7 @@ def empty(shape, dtype=None, device="cpu"):
 __all__ = [
     "CONTRACT_VERSION", "GPU_KINDS", "PATH_DEVICE_COPY", "PATH_HOST", "PATH_STAGING", "PATH_ZERO_COPY",
     "SUPPORTED_DTYPES", "ContractError", "ExternalBuffer", "ExternalMemoryError", "LifetimeError",
-    "NotContiguousError", "TooLargeError", "UnsupportedDtypeError", "check_tensor", "check_unchanged", "cpu",
-    "dtype_name", "empty", "export", "import_external", "numpy_alias", "release", "storage_fingerprint",
+    "LiveInput", "NotContiguousError", "TooLargeError", "UnsupportedDtypeError", "check_tensor",
+    "check_unchanged", "cpu", "dtype_name", "empty", "export", "import_external", "open_input", "release",
+    "storage_fingerprint",
 ]

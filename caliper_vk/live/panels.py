@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .. import exporters
-from ..exporters import PATH_HOST, PATH_STAGING
-from ..engine import TimelineSemaphore
+from ..exporters import PATH_HOST
 from .protocol import WriteRead
 from .status import chrome_for, panel_status
 
@@ -29,29 +27,25 @@ class Panel:
         How the path came about (why, when it is not zero-copy).
     record : ExternalBuffer
         The contract record of the tensor.
+    inputs : list of (LiveInput, Source)
+        The panel's live inputs (one, or one per input of a view that reads several) and the
+        view's source over each.
     protocol : WriteRead
-        The write/read protocol of the tensor (one timeline semaphore).
+        The write/read protocol of the panel's tensors (one timeline semaphore orders them all:
+        ``panel.writing()`` wraps a write to any of them).
     """
 
-    def __init__(self, name: str, tensor, view, record, source, path: str, reason: str, *, session,
-                 ordered: bool = True, more=()):
+    def __init__(self, name: str, view, inputs, path: str, reason: str, *, session, ordered: bool = True):
+        self.session = session
         self.name = name
         self.view = view
-        self.record = record
-        self.source = source
+        self.inputs = list(inputs)
+        live, self.source = self.inputs[0]
+        self.record = live.record
         self.path = path
         self.reason = reason
-        self.session = session
-        self._tensor = tensor  # the storage stays alive while attached (record.owner too)
-        self._fingerprint = exporters.storage_fingerprint(tensor)
-        self._on_host = tensor.device.type == "cpu"
-        # further inputs of a view that reads several tensors: (tensor, fingerprint, on host, source);
-        # one semaphore orders the writes to all of them (panel.writing() wraps any of them)
-        self._more = [(t, exporters.storage_fingerprint(t), t.device.type == "cpu", s) for t, s in more]
-        # GPU tensors: the exporter's producer-side sync (CUDA: on torch's stream; MPS: host)
-        self._sync = record.semaphore if path != PATH_STAGING else None
-        timeline = self._sync.timeline if self._sync else TimelineSemaphore(session.device)
-        self.protocol = WriteRead(timeline, self._sync, ordered=ordered, mirrored=record.mirrored)
+        self._tensor = live.tensor  # the storage stays alive while attached (the input holds it too)
+        self.protocol = WriteRead(live.sync.timeline, live.sync, ordered=ordered, mirrored=live.record.mirrored)
         self.error: str | None = None
         self.closed = False
         self.label, self.notice = chrome_for(self)
@@ -88,18 +82,10 @@ class Panel:
             yield
 
     def _refresh(self) -> None:
-        """Per-frame host work: storage checks, and the copy for non-CPU staging."""
-        exporters.check_unchanged(self._tensor, self._fingerprint, self.name)
-        if not self._on_host and self._sync is None:  # staged: imported GPU memory needs no copy
-            host = self._tensor.detach().to("cpu")
-            self.source.array, _ = exporters.numpy_alias(host)
-        for tensor, fingerprint, on_host, source in self._more:
-            exporters.check_unchanged(tensor, fingerprint, self.name)
-            if not on_host:
-                source.array, _ = exporters.numpy_alias(tensor.detach().to("cpu"))
-
-    def _begin_read(self) -> tuple | None:
-        return self.protocol.begin_read()
+        """Per-frame host work: storage checks, and the copy for staged GPU tensors."""
+        for live, source in self.inputs:
+            if live.refresh(self.name):  # a new host copy: same values' shape as the view sees
+                source.array = live.array.reshape(source.array.shape)
 
     @property
     def status(self) -> str:
@@ -108,12 +94,13 @@ class Panel:
     def _release(self) -> None:
         """What detaching frees (the session calls it once no frame reads the panel)."""
         self.closed = True
-        self.view.close()  # closes the source and its import (deferred until the GPU is done)
+        self.view.close()  # closes the sources and their imports (deferred until the GPU is done)
         self.label.close()
         self.notice.close()
-        self.protocol.close()  # CUDA's import of the semaphore first, then the semaphore
+        for live, _ in self.inputs:
+            live.close()  # CUDA's import of the semaphore first, then the semaphore
         self._tensor = None
-        self._more = []
+        self.inputs = []
 
     def close(self) -> None:
         """Detach: the panel leaves the session; its import is freed once the GPU is done."""
@@ -142,9 +129,6 @@ class HostPanel:
 
     def _refresh(self) -> None:
         pass
-
-    def _begin_read(self) -> tuple:
-        return ()
 
     @property
     def status(self) -> str:

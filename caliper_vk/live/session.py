@@ -32,10 +32,11 @@ from .. import exporters
 from ..engine import Canvas, default_device
 from ..views import make_view
 from . import input as window_input
-from .attach import build, live_sources
+from .attach import attach_panel, build
 from .layout import lay_out
 from .pacing import Pacing
 from .panels import HostPanel, Panel
+from .protocol import book_reads
 from .status import Status, update_titles
 
 
@@ -155,8 +156,7 @@ class Session:
             v = view
         else:
             v = make_view(view, **options)
-        panel = live_sources(self, name, tensors, v, view, named, extra, zero_copy,
-                             ordered=self.sync)
+        panel = attach_panel(self, name, tensors, v, view, named, extra, zero_copy)
         panel.error = self._build(v, name)
         self._wait_idle()
         self.panels.append(panel)
@@ -240,13 +240,12 @@ class Session:
             self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
             return False
         render_thread = threading.get_ident()
-        for p in self.panels:
-            if p.protocol is not None:
-                p.protocol.render_thread = render_thread
-        if self.sync and any(p._writing for p in self.panels):
-            for p in self.panels:
-                if p.protocol is not None:
-                    p.protocol.ask_for_gap()
+        protocols = [p.protocol for p in self.panels if p.protocol is not None]
+        for protocol in protocols:
+            protocol.render_thread = render_thread
+        if self.sync and any(p.writing_now for p in protocols):
+            for p in protocols:
+                p.ask_for_gap()
             self.skipped += 1  # a producer is mid-write: drawing now would tear
             return False
         if self.window is not None:
@@ -261,28 +260,28 @@ class Session:
                 else:
                     self.skipped += 1
                 return False
-        waits, signals = [], []
+        reading = []
         for panel in self.panels:
             if panel.error:
                 continue
             try:
-                panel._refresh()
+                panel._refresh()  # a replaced storage raises here: the panel stops in this frame
             except Exception as exc:  # stops this panel; training and the other panels go on
                 why = str(exc) if isinstance(exc, exporters.ContractError) else f"{type(exc).__name__}: {exc}"
                 self._stop_panel(panel, why)
                 continue
-            pair = panel._begin_read()
-            if pair is None:  # a write began after the check above
-                for p, wait in waits:  # reads booked but never run: mark them done
-                    p.protocol.cancel_read(wait)
-                self.skipped += 1
-                return False
-            if not pair:  # a host-fed panel: nothing to order
-                continue
-            waits.append((panel, pair[0]))
-            signals.append(pair[1])
+            if panel.protocol is not None:
+                reading.append(panel)
+        if self._layout_due:  # never draw a stopped panel's view (its old storage) again
+            self._layout()
+        booked = book_reads([p.protocol for p in reading])
+        if booked is None:  # a write began after the check above (an acquired image is kept)
+            self.skipped += 1
+            return False
+        for panel in reading:
             panel.view.data_version = (panel.producer_writes, self.step_count)
-        waits = [w for _, w in waits]
+        waits = [wait for wait, _ in booked]
+        signals = [signal for _, signal in booked]
         now = time.perf_counter()
         periodic = now - self._status_time > 0.25 or self.message != self._status_message
         if periodic:
@@ -305,6 +304,8 @@ class Session:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
             self._fault(exc)
+            for panel, signal in zip(reading, signals, strict=True):
+                panel.protocol.abandon(signal)  # no producer may wait for it forever
             return False
         self._inflight = True
         if self._save_due():
