@@ -288,7 +288,7 @@ def test_run_json_round_trip_equals_the_log(tmp_path):
     _, rec, w, _, (x, _) = _train(tmp_path, steps=6, activations=["1"])
     w.capture(x[:2], ["1"], example_name="x[0:2]")
     path = rec.close()
-    from caliper_vk.record.run import run_from_log
+    from caliper_vk.record.read_log import run_from_log
 
     a, b = run_from_log(tmp_path / "run" / "log.jsonl"), load_run(path)
     assert a.metrics.keys() == b.metrics.keys()

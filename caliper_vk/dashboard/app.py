@@ -18,41 +18,13 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
+from .arrays import ArrayPanels
 from .imgui_backend import ImGuiRenderer
-
-PALETTE = [(0.35, 0.65, 1.0), (1.0, 0.55, 0.2), (0.45, 0.85, 0.4), (0.95, 0.35, 0.45), (0.75, 0.55, 1.0),
-           (0.95, 0.85, 0.3), (0.4, 0.9, 0.9), (0.9, 0.6, 0.8)]
-PANEL_HEIGHT = 270
-SIDEBAR = 330
-ARRAY_PX = 220
+from .scalars import ScalarPanels
+from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, color, implot_color
 
 
-def _col(rgb, a=1.0) -> imgui.ImVec4:
-    return imgui.ImVec4(rgb[0], rgb[1], rgb[2], a)
-
-
-def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
-    s = implot.Spec()
-    s.line_color = _col(rgb, alpha)
-    s.line_weight = weight
-    if fill is not None:
-        s.fill_color = _col(rgb, fill)
-        s.fill_alpha = 1.0
-    if marker is not None:
-        s.marker = marker
-        s.marker_size = 5
-        s.marker_fill_color = _col(rgb, alpha)
-        s.marker_line_color = _col(rgb, alpha)
-    return s
-
-
-def _implot_color(col, auto) -> int:
-    """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
-    v = implot.get_style().color_(col)
-    return imgui.get_color_u32(auto) if v.w < 0 else imgui.get_color_u32(v)
-
-
-class Dashboard:
+class Dashboard(ScalarPanels, ArrayPanels):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -206,7 +178,7 @@ class Dashboard:
     def _sidebar(self) -> None:
         imgui.text("Runs")
         for k, run in enumerate(self.runs):
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"■ {run.name}")
+            imgui.text_colored(color(PALETTE[k % len(PALETTE)]), f"■ {run.name}")
             r = run.step_range
             imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
                        f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
@@ -261,7 +233,7 @@ class Dashboard:
                 r = model.read_cursor(run, key, self.axis, self.cursor)
                 if r.state == "not-recorded" and len(self.runs) > 1:
                     continue
-                imgui.text_colored(_col(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
+                imgui.text_colored(color(PALETTE[k % len(PALETTE)], 0.9 if r.state == "value" else 0.55),
                                    f"  {run.name}: {r.text}")
 
     # -- plots -------------------------------------------------------------------------------
@@ -279,8 +251,8 @@ class Dashboard:
             dl.channels_split(2)
             dl.channels_set_current(1)
             clear = imgui.ImVec4(0, 0, 0, 0)
-            colors = [_implot_color(implot.Col_.frame_bg, imgui.Col_.frame_bg),
-                      _implot_color(implot.Col_.plot_bg, imgui.Col_.window_bg)]
+            colors = [implot_color(implot.Col_.frame_bg, imgui.Col_.frame_bg),
+                      implot_color(implot.Col_.plot_bg, imgui.Col_.window_bg)]
             implot.push_style_color(implot.Col_.frame_bg, clear)
             implot.push_style_color(implot.Col_.plot_bg, clear)
         opened = implot.begin_plot(name, size, flags)
@@ -328,318 +300,6 @@ class Dashboard:
             self.cursor = float(x)
         elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
             self.cursor = float(implot.get_plot_mouse_pos().x)
-
-    def _scalar_panel(self, panel: model.Panel, index: int) -> None:
-        units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
-        imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
-        imgui.same_line()
-        changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
-        if changed:
-            (self.log_y.add if log else self.log_y.discard)(index)
-        span = None
-        if index not in self._limits:  # a new plot, or a new x axis: show every sample
-            span = self._x_span(panel)
-            if span is None:
-                implot.set_next_axis_to_fit(implot.ImAxis_.x1)
-            else:  # set, not fitted: a fit would come from this frame's columns, and differ
-                implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
-        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, PANEL_HEIGHT)):
-            implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, implot.AxisFlags_.auto_fit)
-            if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
-                implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
-            implot.setup_legend(implot.Location_.north_east)
-            spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
-            # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
-            # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
-            if self.axis == "step" and len(spes) == 1 and None not in spes:
-                implot.setup_axis(implot.ImAxis_.x2, "epoch", implot.AxisFlags_.no_grid_lines)
-                lim = self._limits.get(index)  # the step axis of the last frame (x2 is set up first)
-                if lim is not None and lim[1] > lim[0]:
-                    spe = float(spes.pop())
-                    implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
-            plot_w = max(50, int(imgui.get_content_region_avail().x))
-            lim = self._view(index, fitting=index not in self._limits and span is None)
-            for k, run in enumerate(self.runs):
-                rgb = PALETTE[k % len(PALETTE)]
-                for j, key in enumerate(panel.keys):
-                    s = run.metrics.get(key)
-                    if s is None or not len(s):
-                        continue
-                    # one run: a colour per series; several runs: a colour per run, lighter per series
-                    shade = (PALETTE[j % len(PALETTE)] if len(self.runs) == 1
-                             else tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb))
-                    label = key if len(self.runs) == 1 else f"{key} · {run.name}"
-                    self._trace(label, run, s, shade, plot_w, lim)
-                if "val/loss" in panel.keys:
-                    self._best_marks(run, rgb)
-            self._cursor_line(index)
-            self._end_plot()
-        notes = [panel.note] if panel.note else []
-        if panel.options.get("group") == "grad":
-            notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
-        for n in notes:
-            imgui.text_wrapped(n)
-
-    def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
-        """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [(float(x[0]), float(x[-1])) for run in self.runs for k in panel.keys
-                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
-        if not ends:
-            return None
-        lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
-        return (lo, hi) if hi > lo else None
-
-    def _view(self, index: int, fitting: bool) -> tuple[float, float] | None:
-        """This frame's x range of plot ``index`` (call after its setup), or None when ImPlot fits
-        the x axis to the data this frame (``fitting``, or a double click on the plot): a fit
-        frame plots every series whole (ImPlot fits to what is plotted); other frames plot only
-        the visible range."""
-        lim = implot.get_plot_limits()
-        view = (float(lim.x.min), float(lim.x.max))
-        fit = fitting or (
-            imgui.is_mouse_double_clicked(0)
-            and (implot.is_plot_hovered() or implot.is_axis_hovered(implot.ImAxis_.x1)))
-        self._limits[index] = view
-        return None if fit else view
-
-    def _series(self, run, s) -> dict:
-        """A series on the current axis, finite x only, with its placeholder and NaN/Inf samples
-        picked out once; cached per axis (a frame only slices it)."""
-        key = ("xy", id(run), s.name, self.axis)
-        hit = self._cache.get(key)
-        if hit is None:
-            # series logged together share their step column (see Series): convert it once, and
-            # copy nothing that needs no change (a million-step series is 8 MB a column)
-            xkey = ("x", id(run), id(s.step), self.axis)
-            x = self._cache.get(xkey)
-            if x is None:
-                x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
-            y, ph = s.value.astype(np.float64, copy=False), s.placeholder
-            ok = np.isfinite(x)
-            if not ok.all():
-                x, y, ph = x[ok], y[ok], ph[ok]
-            bad = ~np.isfinite(y)
-            hit = self._cache[key] = {
-                "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
-                "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}
-        return hit
-
-    def _smoothed(self, run, s, series: dict) -> np.ndarray:
-        key = ("smooth", id(run), s.name, self.axis, self.smoothing)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = model.smooth(series["measured"], self.smoothing)
-        return hit
-
-    def _columns(self, run, name, tag, x, y, x0, x1, plot_w):
-        key = ("cols", tag, id(run), name, self.axis, x0, x1, plot_w)
-        hit = self._cache.get(key)
-        if hit is None:
-            if len(self._cache) > 512:
-                self._cache.clear()
-            hit = self._cache[key] = model.reduce_columns(x, y, x0, x1, plot_w)
-        return hit
-
-    def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
-        t = self._series(run, s)
-        x = t["x"]
-        if not len(x):
-            return
-        if lim is None:  # fitting: the whole series
-            i0, i1, x0, x1 = 0, len(x), float(x[0]), float(x[-1])
-        else:  # the visible samples and one either side, so lines reach the plot's edges
-            i0 = max(0, int(np.searchsorted(x, lim[0], side="left")) - 1)
-            i1 = min(len(x), int(np.searchsorted(x, lim[1], side="right")) + 1)
-            x0, x1 = max(lim[0], float(x[0])), min(lim[1], float(x[-1]))
-        reduce = i1 - i0 > 3 * plot_w and x1 > x0
-        if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
-            c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
-            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
-            implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
-            implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
-        else:  # a placeholder is not part of the measured trace
-            implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
-                             _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
-        if len(t["ph_x"]):
-            implot.plot_scatter(f"{label} placeholder (not a measurement)", t["ph_x"], t["ph_y"],
-                                _spec((0.6, 0.6, 0.6), marker=implot.Marker_.square))
-        if len(t["bad_x"]):
-            implot.plot_inf_lines(f"{label} NaN/Inf (gap)", t["bad_x"], _spec((1.0, 0.2, 0.8), alpha=0.7))
-        if self.smoothing > 0:
-            sm = self._smoothed(run, s, t)
-            spec = _spec(tuple(min(1.0, c + 0.35) for c in rgb), alpha=0.9, weight=2.5)
-            if reduce:  # a smoothed line is thinner than a column: its midpoint
-                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
-                implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
-            else:
-                implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
-
-    def _best_marks(self, run: Run, rgb) -> None:
-        steps, acc = run.best_so_far()
-        if len(steps):
-            x = run.coordinate(self.axis, steps)
-            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
-            marks = model.best_marks(run)
-            bx = run.coordinate(self.axis, np.array([marks.best_step]))
-            implot.plot_scatter(f"best{' (saved)' if marks.best_saved else ' (NOT saved)'} · {run.name}",
-                                bx, np.array([marks.best_value]),
-                                _spec((1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3),
-                                      marker=implot.Marker_.diamond))
-        if run.snapshots:
-            sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
-            implot.plot_inf_lines(f"saved snapshots · {run.name}", sx[np.isfinite(sx)],
-                                  _spec((0.5, 0.9, 0.5), alpha=0.45))
-        r = run.step_range
-        if r:
-            implot.tag_x(float(run.coordinate(self.axis, np.array([r[1]]))[0]), _col(rgb, 0.8))
-
-    def _histogram_panel(self, panel: model.Panel, index: int) -> None:
-        key = panel.keys[0]
-        imgui.text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
-                                  if self.hist_mode == "offset" else ""))
-        for k, run in enumerate(self.runs):
-            frames = run.histograms.get(key, [])
-            f, text = model.frame_reading(run, frames, self.axis, self.cursor)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
-            if f is not None:
-                imgui.same_line()
-                imgui.text(f"  outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
-                           + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
-        if self.hist_mode == "time":
-            return self._histogram_time(panel, index)
-        live = [run for run in self.runs
-                if run.histograms.get(key) and run.to_step(self.axis, self.cursor) is not None]
-        h = (PANEL_HEIGHT - 20 * len(self.runs)) // max(1, len(live))
-        for k, run in enumerate(self.runs):
-            if run not in live:
-                continue
-            frames = run.histograms[key]
-            step = run.to_step(self.axis, self.cursor)
-            stack = model.histogram_stack(frames, step, self.history)
-            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
-                implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
-                                  implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
-                peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
-                for i, f in enumerate(stack):
-                    age = len(stack) - 1 - i
-                    alpha = 1.0 if age == 0 else 0.15 + 0.6 * (1 - age / max(1, len(stack)))
-                    off = (i * 0.35 * peak) if self.hist_mode == "offset" else 0.0
-                    ys = np.concatenate([f.counts, f.counts[-1:]]).astype(np.float64) + off
-                    implot.plot_stairs(f"step {f.step}{' (newest)' if age == 0 else ''}",
-                                       f.edges.astype(np.float64), ys,
-                                       _spec(PALETTE[k % len(PALETTE)], alpha=alpha,
-                                             weight=2.0 if age == 0 else 1.0))
-                self._end_plot()
-
-    def _histogram_time(self, panel: model.Panel, index: int) -> None:
-        from ..views import Heatmap
-
-        key = panel.keys[0]
-        for k, run in enumerate(self.runs):
-            frames = run.histograms.get(key, [])
-            frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
-            if not frames:
-                continue
-            def draw(frames=frames):  # bins (highest value at the top) x frames
-                c = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
-                return self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
-                                       max(64, min(600, 8 * c.shape[1])), 200)
-
-            tex = self._texture(("ht", k, key), (len(frames), frames[-1].step), draw)
-            if self._begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
-                implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
-                                  implot.AxisFlags_.auto_fit)
-                xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
-                e0, e1 = float(frames[0].edges[0]), float(frames[0].edges[-1])
-                implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
-                                  implot.Point(float(xs[-1]) + 1e-9, e1))
-                self._cursor_line(1000 + index * 16 + k)
-                self._end_plot()
-
-    def _runs_with(self, section: str, key: str) -> list[tuple[int, Run]]:
-        """The runs (with their colour index) that recorded ``key``; one line names the others."""
-        having = [(k, run) for k, run in enumerate(self.runs) if getattr(run, section).get(key)]
-        missing = [run.name for run in self.runs if not getattr(run, section).get(key)]
-        if missing and len(self.runs) > 1:
-            imgui.text_disabled(f"not recorded in: {', '.join(missing)}")
-        return having
-
-    def _array_panel(self, panel: model.Panel, index: int) -> None:
-        key = panel.keys[0]
-        imgui.text(panel.title)
-        for i, (k, run) in enumerate(self._runs_with("arrays", key)):
-            if i:
-                imgui.same_line()
-            imgui.begin_group()
-            f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
-            if f is not None:
-                ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
-                                              f"example {f.example}" if f.example else "",
-                                              f"shape {tuple(f.array.shape)}") if x)
-                imgui.text_disabled(ident)
-                a = f.array
-                fin = np.isfinite(a)
-                if fin.any():
-                    imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
-                                        + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
-                size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
-                tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
-                                         self._array_data(a), size, size)
-                imgui.image(tex, imgui.ImVec2(*tex.size))
-            imgui.end_group()
-
-    def _confusion_panel(self, panel: model.Panel, index: int) -> None:
-        from ..views import Confusion
-
-        key = panel.keys[0]
-        imgui.text_wrapped(panel.title + " — colour: share of the row, text: count; rows: true class, "
-                           "columns: predicted; the lines' colours are the classes")
-        readings = [(k, run, *model.frame_reading(run, run.confusions.get(key, []), self.axis, self.cursor))
-                    for k, run in self._runs_with("confusions", key)]
-        framed = [r for r in readings if r[2] is not None]
-        missing: dict[str, list[str]] = {}
-        for _, run, f, text in readings:
-            if f is None:
-                missing.setdefault(text.split(" (")[0], []).append(run.name)
-        if missing:  # runs with no matrix at the cursor take one line, not a column each
-            imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
-            imgui.text_wrapped("; ".join(f"{why}: {', '.join(names)}" for why, names in missing.items()))
-            imgui.pop_style_color()
-        # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
-        # wide as three-digit counts need, when there is room (the view writes them when they fit)
-        share = 0.6 * imgui.get_content_region_avail().x / max(1, len(framed)) - 8
-        for k, run, f, text in framed:
-            imgui.begin_group()
-            w = int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share)))
-            imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + w)
-            imgui.text_colored(_col(PALETTE[k % len(PALETTE)]), f"{run.name}: {text}")
-            imgui.pop_text_wrap_pos()
-            h = min(PANEL_HEIGHT - 60, w)
-            tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
-                                     f.matrix.astype(np.float32), w, h)
-            imgui.image(tex, imgui.ImVec2(*tex.size))
-            imgui.end_group()
-            imgui.same_line()
-        steps_axis = model.AXIS_LABELS[self.axis]
-        # one line per class and run: a legend of them all would cover the plot; the colours are
-        # the classes' (as in the matrix's order), and the axis label says which line is which
-        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
-            implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
-            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
-            for run in self.runs:
-                steps, recall, precision, names = run.recall_precision(key)
-                if not len(steps):
-                    continue
-                x = run.coordinate(self.axis, steps)
-                recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
-                for c, name in enumerate(names):
-                    rgb = PALETTE[c % len(PALETTE)]
-                    suffix = "" if len(self.runs) == 1 else f" · {run.name}"
-                    implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
-                    implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
-            self._cursor_line(2000 + index)
-            self._end_plot()
 
     # -- driving it ----------------------------------------------------------------------------
     def render(self, frames: int = 3) -> np.ndarray:

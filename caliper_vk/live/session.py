@@ -29,12 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import exporters
+from ..chrome import StatusBar
 from ..engine import Canvas, default_device
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
 from .layout import lay_out
-from .pacing import Pacing
+from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .protocol import book_reads
 from .status import Status, update_titles
@@ -78,8 +79,6 @@ class Session:
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto"):
-        from .pacing import check_max_fps
-
         check_max_fps(max_fps)
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
@@ -96,8 +95,6 @@ class Session:
             self.device = device or default_device()
         self.pacing = Pacing(max_fps, self.window is not None, save_every, self.out_dir is not None)
         self.panels: list[Panel | HostPanel] = []
-        from ..chrome import StatusBar
-
         self.status_bar = StatusBar()
         self.canvas: Canvas | None = None
         self.frames = 0

@@ -42,7 +42,7 @@ def encode_array(a) -> dict:
 
 class Payload:
     """An array's base64 text already decoded while a ``run.json`` was read (see
-    :func:`caliper_vk.record.run.run_from_json`): its bytes as a uint8 array, which
+    :func:`caliper_vk.record.load.run_from_json`): its bytes as a uint8 array, which
     ``decode_array`` takes in place of the text and returns a view of (no copy); ``text()``
     gives back the exact base64 text."""
 

@@ -340,7 +340,7 @@ class Recorder:
 
     def export(self, path=None) -> Path:
         """Write ``run.json`` from the log as it is now (also while the run goes on)."""
-        from .run import load_run
+        from .load import load_run
 
         if not self._log.closed:
             self._log.sync()

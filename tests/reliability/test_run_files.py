@@ -222,7 +222,7 @@ def _fields(run) -> dict:
 
 def _both_ways(path, monkeypatch, chunk=None):
     """The run as read by the streaming reader (with ``chunk``-byte reads) and by plain json.loads."""
-    from caliper_vk.record import run as run_mod
+    from caliper_vk.record import load as run_mod
 
     if chunk:
         monkeypatch.setattr(run_mod, "_READ_CHUNK", chunk)
@@ -264,7 +264,7 @@ def _rich_doc() -> dict:
 def test_streaming_read_equals_plain_json(tmp_path, monkeypatch, dump, chunk):
     p = tmp_path / "run.json"
     p.write_text(dump(_rich_doc()))
-    from caliper_vk.record.run import _split_payloads
+    from caliper_vk.record.load import _split_payloads
 
     assert len(_split_payloads(p)[1]) == 18  # every "b64" string taken out, config and problems too
     fast, plain = _both_ways(p, monkeypatch, chunk)
@@ -283,7 +283,7 @@ def test_streaming_read_falls_back_on_unusual_base64(tmp_path, monkeypatch, b64)
     text = json.dumps(doc).replace("PLACEHOLDER", b64)
     p = tmp_path / "run.json"
     p.write_text(text)
-    from caliper_vk.record.run import _split_payloads
+    from caliper_vk.record.load import _split_payloads
 
     assert (_split_payloads(p) is None) == (b64 != "")
     try:
