@@ -184,14 +184,29 @@ def test_async_negative_control_tears_under_the_old_rule(simulated_streams, monk
                                 "cannot tell the protocol works")
 
 
-def test_async_cuda_stream_sync_gets_every_write_signalled_in_order():
-    """The real ``cuda.StreamSync`` (fake driver entry points) under the protocol: two writes
-    between frames each queue a wait for everything handed out and a fresh signal; the frame
-    waits for the second write's value; a write after it waits for the frame's read value."""
-    from test_cuda_exporter import calls, sync_with_log
+class RecordingStream:
+    """What a stream sync is asked to queue, in order: ("wait", v), ("copy",), ("signal", v).
+    ``mirror``: a CUDA on-device copy (the producer's own tensor is never waited for)."""
 
-    sync, log = sync_with_log()
-    protocol = WriteRead(sync.timeline, sync)
+    def __init__(self, mirror=False):
+        self.timeline, self.mirror, self.log = "timeline", mirror, []
+
+    def before_write(self, value):
+        if not self.mirror:
+            self.log.append(("wait", value))
+
+    def after_write(self, read_value, value):
+        if self.mirror:
+            self.log += [("wait", read_value), ("copy",)]
+        self.log.append(("signal", value))
+
+
+def test_async_stream_sync_gets_every_write_signalled_in_order():
+    """Two writes between frames each queue a wait for everything handed out and a fresh signal
+    (as cuda.StreamSync queues them on torch's stream); the frame waits for the second write's
+    value; a write after it waits for the frame's read value."""
+    stream = RecordingStream()
+    protocol = WriteRead(stream.timeline, stream)
     for _ in range(2):
         with protocol.writing():
             pass
@@ -200,23 +215,15 @@ def test_async_cuda_stream_sync_gets_every_write_signalled_in_order():
     with protocol.writing():
         pass
     assert (wait, signal) == (2, 3)
-    assert calls(log) == [("Wait", 0), ("Signal", 1), ("Wait", 1), ("Signal", 2), ("Wait", 3), ("Signal", 4)]
+    assert stream.log == [("wait", 0), ("signal", 1), ("wait", 1), ("signal", 2), ("wait", 3), ("signal", 4)]
 
 
-def test_async_cuda_mirror_is_copied_after_the_last_read_and_at_a_frame_without_writes():
-    from test_cuda_exporter import calls, sync_with_log
-
-    copies = []
-
-    class Copy:
-        def copy_(self, source):
-            copies.append(source)
-
-    sync, log = sync_with_log(mirror=("user-tensor", Copy()))
-    protocol = WriteRead(sync.timeline, sync, mirrored=True)
+def test_async_mirror_is_copied_after_the_last_read_and_at_a_frame_without_writes():
+    stream = RecordingStream(mirror=True)
+    protocol = WriteRead(stream.timeline, stream, mirrored=True)
     with protocol.lock:
         (_, wait), (_, signal) = protocol.book_read()  # no write yet: the frame refreshes the copy
     with protocol.writing():  # the producer's own tensor: its entry waits for nothing
         pass
-    assert (wait, signal) == (1, 2) and len(copies) == 2
-    assert calls(log) == [("Wait", 0), ("Signal", 1), ("Wait", 2), ("Signal", 3)]
+    assert (wait, signal) == (1, 2)
+    assert stream.log == [("wait", 0), ("copy",), ("signal", 1), ("wait", 2), ("copy",), ("signal", 3)]
