@@ -10,7 +10,7 @@ from .api import add, attach, due, empty, session, status, step
 from .engine import Canvas
 from .exporters import ContractError
 from .record import Recorder, RunFileError, load_run, watch
-from .session import Panel, Session
+from .live import Panel, Session
 from .shader_module import ShaderCompileError, ShaderModule, ShaderSignatureError
 from .views import Heatmap, Histogram, PointCloud, Text, TextGrid, make_view
 from .views.custom import CustomPanel, check_panel

@@ -1,7 +1,8 @@
 """Turning user input (numpy arrays, torch tensors, lists) into checked host arrays.
 
-Used by the views' ``set_data`` on the host path. The live-attach path (torch
-tensors imported in place) goes through ``caliper_vk.exporters`` instead.
+Used by the views' ``set_data`` on the host path, the recorder and, for the
+tensors it stages, the live-attach path (:mod:`caliper_vk.exporters`).
+:func:`host_array` is the one place a torch tensor becomes a numpy array.
 """
 
 from __future__ import annotations
@@ -11,15 +12,36 @@ import numpy as np
 ACCEPTED_NUMERIC = "float16, bfloat16, float32, float64, int8..int64, uint8..uint64"
 
 
+def host_array(tensor) -> tuple[np.ndarray, str]:
+    """A torch tensor as ``(numpy array, dtype name)``, values and bytes unchanged.
+
+    A CPU tensor's array shares its memory (no copy: the live path reads what the
+    producer writes); any other device's tensor is copied to the host first (a
+    blocking copy, ordered after the work queued on torch's current stream).
+    numpy has no bfloat16, so a bfloat16 tensor comes back as its raw uint16 bits
+    with dtype ``"bfloat16"`` (decode: ``bits << 16`` viewed as float32).
+    """
+    import torch
+
+    t = tensor.detach()
+    if t.device.type != "cpu":
+        t = t.to("cpu")
+    dtype = str(t.dtype).replace("torch.", "")
+    if dtype == "bfloat16":
+        return t.view(torch.int16).numpy().view(np.uint16), dtype
+    return t.numpy(), dtype
+
+
+def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """Raw bfloat16 bits (uint16) as float32, exactly (what the shaders decode)."""
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 def to_host(x, name: str) -> np.ndarray:
     """``x`` as a numpy array without changing its values (torch: detached CPU copy)."""
     if type(x).__module__.startswith("torch"):
-        t = x.detach()
-        if t.device.type != "cpu":
-            t = t.cpu()
-        if str(t.dtype) == "torch.bfloat16":
-            t = t.float()
-        return t.numpy()
+        a, dtype = host_array(x)
+        return bfloat16_to_float32(a) if dtype == "bfloat16" else a
     try:
         return np.asarray(x)
     except Exception as exc:

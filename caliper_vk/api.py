@@ -1,6 +1,6 @@
 """The module-level live API: ``attach``, ``step``, ``status``, ``empty``.
 
-They act on one default :class:`~caliper_vk.session.Session`, made on the first
+They act on one default :class:`~caliper_vk.live.Session`, made on the first
 ``attach``: a window when a display is available, otherwise offscreen frames
 written to ``caliper-frames/`` every 10 steps. Make a ``Session`` yourself for
 any other arrangement.
@@ -12,7 +12,7 @@ import atexit
 import sys
 import threading
 
-from .session import Panel, Session, Status
+from .live import Panel, Session, Status
 
 _lock = threading.Lock()
 _session: Session | None = None
@@ -23,7 +23,7 @@ def session() -> Session:
     global _session
     with _lock:
         if _session is None or _session.canvas is None:
-            from .session import display_available
+            from .live import display_available
 
             if display_available():
                 _session = Session(window=True)

@@ -174,7 +174,7 @@ def cmd_demo(args) -> int:
 
 def cmd_view(args) -> int:
     from .dashboard.app import Dashboard, open_runs
-    from .session import display_available
+    from .live import display_available
 
     paths = args.runs
     shown = args.show

@@ -2,8 +2,9 @@
 
 A :class:`TimelineSemaphore` carries a 64-bit counter that only grows. The
 GPU waits for and signals values inside :meth:`Device.submit`; the host can
-signal, wait and read it here. The protocol built on it (producer signals
-``2k+1``, renderer signals ``2k+2``) is described in ``docs/contract.md``.
+signal, wait and read it here. The write/read protocol built on it (every
+write's exit and every frame's read take the next value) is described in
+``docs/contract.md``.
 
 ``TimelineSemaphore(device, export="opaque-fd")`` (or ``"opaque-win32"``) makes
 the semaphore exportable (``VkExportSemaphoreCreateInfo``) so CUDA can import it

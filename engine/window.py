@@ -9,7 +9,7 @@ rendered canvas.
 Nothing here waits for the display: :meth:`Window.acquire` asks for an image
 with a zero timeout and reports ``False`` when none is free (the caller skips
 the frame). Input arrives as :class:`Event` records in :attr:`Window.events`;
-what they mean is the caller's business (``caliper_vk.session``).
+what they mean is the caller's business (``caliper_vk.live``).
 
 Event pumping must happen on the thread that created the window (macOS
 requires the main thread).

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import caliper_vk as cv
-from caliper_vk import exporters
+from caliper_vk import chrome, exporters
 from caliper_vk.engine import default_device
 from images import assert_same_image
 from device_paths import cpu_path, host_import
@@ -189,3 +189,28 @@ def test_zero_copy_adds_no_copy_of_the_tensor_and_staging_exactly_one(session):
     assert imported_zero >= n * 12 and imported_staging == 0
     # staging allocates the same fixed state plus exactly one buffer holding the tensor's bytes
     assert grown_staging - grown_zero == pytest.approx(n * 12, abs=4096)
+
+
+def test_a_storage_replaced_outside_writing_is_noticed_at_the_next_step(capsys):
+    """``t.set_(...)`` outside ``panel.writing()``: the very frame drawn at the next step shows
+    the notice in the panel's place, not the old storage, and the status line stops saying
+    zero-copy (the panel stops, with the fix in its message; it is not re-imported)."""
+    from caliper_vk.engine import Rect
+
+    with cv.Session(window=False, size=(320, 200)) as s:
+        t = cv.empty((16, 16))
+        t.fill_(1.0)
+        panel = s.attach(t, "heatmap", name="x")
+        s.render()
+        assert "x: zero-copy" in s.status().line() and panel.view.seen_range == (1.0, 1.0)
+        t.set_(torch.full((16, 16), 5.0))  # the tensor now lives in other memory
+        frame = s.render()  # the first frame after the change
+        assert panel.error and "replaced" in panel.error
+        assert panel.view.rect is None, "the view (the old storage) was still drawn"
+        lh = chrome.line_height()
+        body = Rect(panel.slot.x, panel.slot.y + lh, panel.slot.width, panel.slot.height - lh)
+        got = frame[body.y:body.y + body.height, body.x:body.x + body.width]
+        assert np.array_equal(got, panel.notice.reference(body.width, body.height))
+        line = s.status().line()
+        assert "x: stopped" in line and "zero-copy" not in line, line
+    assert "caliper: x's storage was resized, replaced or reshaped" in capsys.readouterr().err

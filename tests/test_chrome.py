@@ -8,7 +8,7 @@ import torch
 import caliper_vk as cv
 from caliper_vk import chrome, glyphs
 from caliper_vk.engine import Canvas, Rect
-from caliper_vk.session import title_items
+from caliper_vk.live import title_items
 from caliper_vk.views import Confusion, Curve, Heatmap, Histogram, Images, PointCloud, Text
 from caliper_vk.views import text as text_view
 

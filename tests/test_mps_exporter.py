@@ -100,7 +100,7 @@ def test_session_drives_a_host_sync_and_states_it(monkeypatch):
     seen = []
     with cv.Session(window=False, size=(64, 64)) as s:
         panel = s.attach(t, "heatmap", name="gen")
-        assert panel.path == "zero-copy" and panel._sync is not None
+        assert panel.path == "zero-copy" and isinstance(panel.protocol.sync, mps.HostSync)
         assert "gen: zero-copy (" in s.status().line() and "torch.mps.synchronize" in panel.status
         done = threading.Event()
 
@@ -127,6 +127,39 @@ def test_session_drives_a_host_sync_and_states_it(monkeypatch):
         s.flush()
     assert [r for r in seen if r[0] != r[1]] == []
     assert len(flushes) >= len({r[0] for r in seen}) - 1 > 10
+
+
+def test_every_write_exit_synchronizes_even_between_two_frames(monkeypatch):
+    """The write-exit hook runs at every write's exit: three writes between two frames flush three
+    times (under the old 2k+1 rule only the first did, and the frame could read the others' work
+    unfinished); a frame with no write since the last flushes once for a loop that writes
+    without writing()."""
+    import caliper_vk as cv
+    from caliper_vk import exporters
+    from caliper_vk.engine import TimelineSemaphore
+
+    flushes = []
+    real_export = exporters.export
+
+    def export(tensor, info, name="tensor", device=None):
+        record = real_export(tensor, info, name, device)
+        record.semaphore = mps.HostSync(TimelineSemaphore(device), lambda: flushes.append(1))
+        return record
+
+    monkeypatch.setattr(exporters, "export", export)
+    t = cv.empty((8, 8))
+    with cv.Session(window=False, size=(64, 64)) as s:
+        panel = s.attach(t, "heatmap", name="gen")
+        s.render()
+        before = len(flushes)
+        for k in range(3):
+            with panel.writing():
+                t.fill_(float(k))
+        assert len(flushes) == before + 3
+        s.render()
+        assert len(flushes) == before + 3 and panel.view.seen_range == (2.0, 2.0)
+        s.render()  # nothing written through writing() since the last frame
+        assert len(flushes) == before + 4
 
 
 # -- MoltenVK's MTLHeap bug (1.3.0-1.4.1): staged, with the reason, while the heap is on --------

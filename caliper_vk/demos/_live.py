@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..session import Session, display_available
+from ..live import Session, display_available
 
 
 def demo_session(name: str, out_dir, width: int, height: int, every: int, window: bool | None):

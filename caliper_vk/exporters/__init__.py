@@ -1,5 +1,8 @@
-"""Torch tensor → importable handle, under the v1 contract (docs/contract.md).
+"""Torch tensor → live input, under the v1 contract (docs/contract.md).
 
+:func:`open_input` is the one way in: any tensor becomes one
+:class:`LiveInput` carrying the imported memory (or the staged copy), its path,
+the reason and the producer-side sync (:mod:`.live_input`). Beneath it,
 :func:`export` picks the exporter for the tensor's device: CPU tensors are
 imported in place where the driver allows (:mod:`.cpu`); CUDA tensors share
 VRAM with Vulkan through opaque fd / Win32 handles (:mod:`.cuda`, zero-copy for
@@ -29,9 +32,17 @@ from .contract import (
     dtype_name,
     storage_fingerprint,
 )
+from .live_input import (
+    GPU_KINDS,
+    PATH_DEVICE_COPY,
+    PATH_HOST,
+    PATH_STAGING,
+    PATH_ZERO_COPY,
+    LiveInput,
+    open_input,
+)
 
 
-GPU_KINDS = ("opaque-fd", "opaque-win32", "metal-buffer")
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
 
@@ -124,8 +135,9 @@ def empty(shape, dtype=None, device="cpu"):
 
 
 __all__ = [
-    "CONTRACT_VERSION", "GPU_KINDS", "SUPPORTED_DTYPES", "ContractError", "ExternalBuffer",
-    "ExternalMemoryError", "LifetimeError", "NotContiguousError", "TooLargeError",
-    "UnsupportedDtypeError", "check_tensor", "check_unchanged", "cpu", "dtype_name", "empty",
-    "export", "import_external", "release", "storage_fingerprint",
+    "CONTRACT_VERSION", "GPU_KINDS", "PATH_DEVICE_COPY", "PATH_HOST", "PATH_STAGING", "PATH_ZERO_COPY",
+    "SUPPORTED_DTYPES", "ContractError", "ExternalBuffer", "ExternalMemoryError", "LifetimeError",
+    "LiveInput", "NotContiguousError", "TooLargeError", "UnsupportedDtypeError", "check_tensor",
+    "check_unchanged", "cpu", "dtype_name", "empty", "export", "import_external", "open_input", "release",
+    "storage_fingerprint",
 ]

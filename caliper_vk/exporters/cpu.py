@@ -66,3 +66,28 @@ def export(tensor, device_info, name: str = "tensor") -> ExternalBuffer:
     source = "caliper_vk.empty() memory" if is_shared(tensor) else "the tensor's own pages"
     return ExternalBuffer(kind="host-pointer", handle=tensor.data_ptr(),
                           reason=f"host-pointer import of {source}", **common)
+
+
+class HostSync:
+    """The producer's side of the protocol on the host: tensors whose writes are complete when
+    the producer's code returns (CPU tensors, and any tensor the session stages).
+
+    Same interface as ``cuda.StreamSync`` and ``mps.HostSync``: ``timeline`` (the engine
+    ``TimelineSemaphore`` frames wait on and signal), ``before_write(v)`` (wait until every
+    earlier value, i.e. every frame still reading, has finished), ``after_write(read_v, v)``
+    (signal ``v``: the write is complete) and ``close()``.
+    """
+
+    host_sync = True
+
+    def __init__(self, timeline):
+        self.timeline = timeline
+
+    def before_write(self, value: int) -> None:
+        self.timeline.wait(value)
+
+    def after_write(self, read_value: int, value: int) -> None:
+        self.timeline.signal(value)
+
+    def close(self) -> None:
+        self.timeline.close()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._arrays import to_host
 from .log import LogWriter, RunFileError, encode_array
 
 LOG_NAME = "log.jsonl"
@@ -48,9 +49,7 @@ def _value(v, name: str) -> float:
 
 
 def _numpy(a) -> np.ndarray:
-    if hasattr(a, "detach"):
-        return a.detach().cpu().numpy()
-    return np.asarray(a)
+    return to_host(a, "value") if hasattr(a, "detach") else np.asarray(a)
 
 
 def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:

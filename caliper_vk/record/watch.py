@@ -29,6 +29,7 @@ import contextlib
 import os
 import time
 
+from .._arrays import to_host
 from .recorder import Recorder
 
 EPS = 1e-12
@@ -331,7 +332,7 @@ class Watcher:
             raise KeyError(f"capture(): the model has no module(s) {missing}")
         captured = {}
         handles = [named[m].register_forward_hook(
-            lambda mod, a, out, m=m: captured.__setitem__(m, out.detach().cpu().numpy())) for m in modules]
+            lambda mod, a, out, m=m: captured.__setitem__(m, to_host(out, m))) for m in modules]
         was_training = self.model.training
         start = time.perf_counter()
         stats = {k: (s.count, s.zeros, s.sum, s.sumsq, s.alive) for k, s in self._stats.items()}

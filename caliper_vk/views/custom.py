@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import chrome
 from .. import shader_module as sm
-from .._arrays import to_host
+from .._arrays import host_array, to_host
 from ..engine import ComputePipeline
 from . import _exact
 from ._base import ViewBase, lut_scale, resolve_range
@@ -99,10 +99,8 @@ def as_input(x, name: str) -> Source:
     if isinstance(x, Source):
         return x
     if type(x).__module__.startswith("torch") and str(getattr(x, "dtype", "")) == "torch.bfloat16":
-        import torch
-
-        raw = x.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
-        return Source(raw.copy(), "bfloat16")
+        raw, _ = host_array(x)
+        return Source(np.ascontiguousarray(raw).copy(), "bfloat16")
     a = to_host(x, f"input {name!r}")
     dtype = a.dtype.name
     if dtype not in DTYPE_CODES or dtype == "bfloat16":

@@ -1,0 +1,15 @@
+"""The live side of Caliper: attached tensors drawn every training step.
+
+``session`` (the frame loop), ``attach`` (tensor → live input → view → panel),
+``panels`` (:class:`Panel`, :class:`HostPanel`), ``protocol`` (the write/read
+protocol of one attached tensor), ``pacing`` (``max_fps``, ``due``, saved frames),
+``layout`` (the panel grid), ``input`` (mouse and keys) and ``status`` (the status
+line and title bars). The data path reads tensor → :mod:`caliper_vk.exporters`
+→ live input → :mod:`caliper_vk.views` → canvas → window.
+"""
+
+from .panels import HostPanel, Panel
+from .session import Session, display_available
+from .status import Status, title_items
+
+__all__ = ["HostPanel", "Panel", "Session", "Status", "display_available", "title_items"]

@@ -1,0 +1,159 @@
+"""The write/read protocol of one attached tensor (docs/contract.md).
+
+One :class:`WriteRead` per attached tensor orders the producer's writes and
+the renderer's reads on one timeline semaphore whose values only ever rise.
+Values are handed out from one counter, in the order the events are issued:
+
+- **every write's exit** takes a fresh value and signals it when the write is
+  complete (``sync.after_write``: from the host for CPU tensors, after
+  ``torch.mps.synchronize()`` on MPS, on torch's stream for CUDA — where the
+  write may finish long after ``writing()`` returned);
+- **a frame** takes a fresh value ``r``, waits on the GPU for ``r - 1`` (the
+  latest value handed out before it, so the latest write it saw), reads, and
+  signals ``r``. A frame with no write's exit since the last one first signals
+  a fresh value for the memory as it is (``after_write`` again: on CUDA it is
+  ordered after the work queued so far; a mirrored tensor is copied there);
+- **a producer about to overwrite** waits for the latest value handed out,
+  which covers every frame still reading (host wait, or a stream wait on CUDA).
+
+Every signal is issued after the signal of the value below it (the producer
+holds ``writing_now`` while its exit is issued, and the frame books under the
+lock), and each waits for that value, so the timeline never moves backwards —
+also when frames are skipped mid-write or several writes fall between two
+frames. The object knows nothing of the session: the session books reads
+(:func:`book_reads`) and sets :attr:`stopped` when drawing stopped for good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+ABANDON_TIMEOUT_NS = 1_000_000_000
+
+
+class WriteRead:
+    """Writes and reads of one attached tensor, ordered on ``timeline``.
+
+    Parameters
+    ----------
+    timeline : engine.TimelineSemaphore
+        The semaphore the frames wait on and signal.
+    sync : object
+        The exporter's producer-side sync: ``before_write(v)`` (wait until the timeline reaches
+        ``v``) and ``after_write(read_v, v)`` (the write is complete: signal ``v``; a mirror is
+        first refreshed after ``read_v``). See :mod:`caliper_vk.exporters.live_input`.
+    ordered : bool
+        False turns the protocol off (the negative control that shows torn frames).
+    mirrored : bool
+        The renderer reads a copy refreshed in ``sync.after_write`` (CUDA on-device copy).
+    """
+
+    def __init__(self, timeline, sync, ordered: bool = True, mirrored: bool = False):
+        self.timeline, self.sync, self.ordered, self.mirrored = timeline, sync, ordered, mirrored
+        self.stopped = False  # drawing stopped for good: producers never wait again
+        self.render_thread: int | None = None  # the thread that books reads (step())
+        self.lock = threading.Lock()
+        self._turn = threading.Condition(self.lock)
+        self._producer = threading.RLock()  # one write at a time (nested writing() is fine)
+        self._depth = 0  # writing() blocks entered and not yet left
+        self.want_read = False  # the renderer (on another thread) is waiting for a gap
+        self.value = 0  # the latest value handed out; the timeline reaches each in order
+        self.written = False  # a write's exit was signalled since the latest read was booked
+        self.wait_s = 0.0  # the producer's total wait
+        self.writes = 0  # writes through writing()
+
+    @property
+    def writing_now(self) -> bool:
+        return self._depth > 0
+
+    def signals_exit(self) -> bool:
+        """Whether this write's exit signals a fresh value: always. (Signalling only the first
+        write after a read — the old ``2k+1`` rule — lets a frame read while a later write's
+        queued work still runs; the asynchronous-producer tests show it tearing.)"""
+        return True
+
+    @contextlib.contextmanager
+    def writing(self):
+        """The producer's side: wait until no frame reads the tensor, write, signal the write."""
+        if not self.ordered or self.stopped:
+            yield  # no frame will read it (after a renderer fault none ever will): no wait
+            return
+        with self._producer:
+            with self.lock:
+                if self.want_read and threading.get_ident() != self.render_thread:
+                    # a renderer thread found us mid-write last time: let it book its read
+                    # first (bounded, so a renderer that stopped calling step() costs little)
+                    self._turn.wait_for(lambda: not self.want_read, timeout=0.05)
+                target = self.value  # every frame booked so far has finished reading here
+                self._depth += 1
+            try:
+                t0 = time.perf_counter()
+                self.sync.before_write(target)  # CUDA: queued on the stream, no CPU wait
+                self.wait_s += time.perf_counter() - t0
+                self.writes += 1  # writes through writing(): new values, unlike a redraw
+                yield
+            finally:
+                self._exit()
+
+    def _exit(self) -> None:
+        with self.lock:
+            value = None
+            if self.signals_exit():
+                self.value += 1
+                value = self.value
+                self.written = True
+        try:
+            if value is not None:
+                # outside the lock (MPS synchronizes here), still flagged as writing: no frame
+                # books a value meanwhile, so the signals are issued in the order of their values
+                self.sync.after_write(value - 1, value)
+        finally:
+            with self.lock:
+                self._depth -= 1
+
+    def book_read(self) -> tuple:
+        """(wait, signal) of this frame's read; call with :attr:`lock` held and no write open."""
+        if not self.written:
+            # no write's exit since the last read: draw the memory as it is now, ordered after
+            # the work queued so far (a loop writing without writing(); CUDA mirror: the copy)
+            self.value += 1
+            if self.ordered or self.mirrored:
+                self.sync.after_write(self.value - 1, self.value)
+            else:
+                self.timeline.signal(self.value)  # the negative control: from the host, unordered
+        self.value += 1
+        self.written = False
+        self.want_read = False
+        self._turn.notify_all()
+        return (self.timeline, self.value - 1), (self.timeline, self.value)
+
+    def abandon(self, read: tuple) -> None:
+        """A booked read whose frame was never submitted (the submit failed): signal its value
+        once the one below it is reached, so no producer waits for it forever."""
+        timeline, value = read
+        with contextlib.suppress(Exception):
+            if timeline.wait(value - 1, ABANDON_TIMEOUT_NS) and timeline.value < value:
+                timeline.signal(value)
+
+    def ask_for_gap(self) -> None:
+        """The renderer found the producer mid-write: ask it to leave a gap next time."""
+        if self.writing_now:
+            self.want_read = True
+
+
+def book_reads(protocols) -> list | None:
+    """Book one frame's reads of every protocol at once, or None (and book nothing) when a
+    producer is inside ``writing()`` of any of them: drawing now would tear. The locks are
+    taken in the given order (producers only ever hold one), so nothing is booked and then
+    cancelled — a cancelled value could not be signalled without moving a timeline backwards."""
+    with contextlib.ExitStack() as held:
+        for p in protocols:
+            held.enter_context(p.lock)
+        open_writes = [p for p in protocols if p.ordered and p.writing_now]
+        if open_writes:
+            for p in open_writes:
+                p.ask_for_gap()
+            return None
+        return [p.book_read() for p in protocols]

@@ -1,0 +1,435 @@
+"""Live sessions: tensors attached to panels, drawn every training step.
+
+A :class:`Session` owns a canvas (and optionally a window), the panels
+attached to it, and the frame loop. ``attach`` exports the tensor under the
+v1 contract (:mod:`caliper_vk.exporters`) and gives the view the live input
+over the tensor's own memory (zero-copy) or over a staging copy (with the
+reason). ``step`` is the only call on the training hot path:
+
+1. if the previous frame is still in flight, it skips drawing and counts the
+   skip — training never waits for the display;
+2. otherwise it collects the finished frame, books a read of every panel's
+   tensor under the write/read protocol (:mod:`.protocol`), and submits the
+   next frame without waiting for it.
+
+Pacing (:mod:`.pacing`), layout (:mod:`.layout`), input (:mod:`.input`) and the
+status line (:mod:`.status`) are modules of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .. import exporters
+from ..chrome import StatusBar
+from ..engine import Canvas, default_device
+from ..views import make_view
+from . import input as window_input
+from .attach import attach_panel, build
+from .layout import lay_out
+from .pacing import Pacing, check_max_fps
+from .panels import HostPanel, Panel
+from .protocol import book_reads
+from .status import Status, update_titles
+
+
+def display_available() -> bool:
+    """True when a window could be opened (an X11 or Wayland display is set)."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+class Session:
+    """A set of live panels drawn every training step, in a window or offscreen.
+
+    Parameters
+    ----------
+    window : bool or None
+        ``True`` opens a window (GLFW + Vulkan swapchain), ``False`` renders
+        offscreen, ``None`` picks a window when a display is available.
+    size : (width, height)
+        Window or offscreen canvas size in pixels (the status line takes the bottom 20).
+    out_dir : path, optional
+        Offscreen sessions write PNG frames here every ``save_every`` steps.
+    save_every : int
+        0 writes no frames. On those steps an offscreen session waits for the
+        frame in flight so that each of them gets its frame (a recording, not a
+        live view); a windowed session never waits.
+    sync : bool
+        The write/read protocol (turn off only to see torn frames).
+    title : str
+        The window title.
+    max_fps : float, None or "auto"
+        Draw at most this many frames a second: a step() sooner than that after
+        the last frame draws nothing (counted as ``held``) and costs the training
+        loop next to nothing. ``"auto"``: 60 with a window (a display shows no
+        more), no limit offscreen. Frames due to be saved are never held.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
+                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto"):
+        check_max_fps(max_fps)
+        self.sync = sync
+        self.size = (int(size[0]), int(size[1]))
+        self.title = title
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.window = None
+        want_window = display_available() if window is None else bool(window)
+        if want_window:
+            from ..engine.window import Window
+
+            self.window = Window(self.size, title, device=device)
+            self.device = self.window.device
+        else:
+            self.device = device or default_device()
+        self.pacing = Pacing(max_fps, self.window is not None, save_every, self.out_dir is not None)
+        self.panels: list[Panel | HostPanel] = []
+        self.status_bar = StatusBar()
+        self.canvas: Canvas | None = None
+        self.frames = 0
+        self.skipped = 0
+        self.step_count = 0
+        self.paused = False
+        self.message = ""
+        self.failed: str | None = None  # the renderer error that stopped drawing for good
+        self._window_gone = False  # the window closed or its display was lost (said once)
+        self.saved: list[Path] = []
+        self._inflight = False
+        self._save_pending: Path | None = None
+        self._status_time = -1.0
+        self._status_message = ""
+        self._read_back_next = False  # render(): copy the next frame to host memory in its submission
+        self._layout()
+
+    # pacing, as attributes people read
+    @property
+    def max_fps(self):
+        return self.pacing.max_fps
+
+    @property
+    def held(self) -> int:
+        return self.pacing.held
+
+    @property
+    def save_every(self) -> int:
+        return self.pacing.save_every
+
+    # -- panels ---------------------------------------------------------------------------
+    def attach(self, tensor, view="pointcloud", name: str | None = None,
+               zero_copy: bool = True, **options) -> Panel:
+        """Draw ``tensor`` with ``view`` from now on; returns the :class:`Panel`.
+
+        The tensor's memory is read in place where possible (zero-copy); keep
+        writing into it in place. ``zero_copy=False`` forces the host staging
+        path (for comparisons and debugging). Non-contiguous views and
+        unsupported dtypes are refused with the fix in the message.
+
+        ``view`` is a view name or a view instance (a ``CustomPanel``);
+        ``tensor`` may be a dict ``{input name: tensor}`` for a view that reads
+        several inputs. A custom panel whose shader fails to build is shown
+        stopped, with the error, and the other panels keep drawing.
+        """
+        view_name = view if isinstance(view, str) else type(view).__name__.lower()
+        name = name or f"{view_name}{len(self.panels)}"
+        named = isinstance(tensor, Mapping)
+        tensors = dict(tensor) if named else {name: tensor}
+        # the view first: a bad name or option must not leave exported handles behind
+        extra = {k: options.pop(k) for k in ("labels", "values") if k in options}
+        if not isinstance(view, str):
+            if options or extra:
+                raise TypeError(f"options {sorted({**options, **extra})} apply to views made by name; "
+                                f"configure the {type(view).__name__} instance instead")
+            v = view
+        else:
+            v = make_view(view, **options)
+        panel = attach_panel(self, name, tensors, v, view, named, extra, zero_copy)
+        panel.error = self._build(v, name)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
+    def _build(self, view, name: str) -> str | None:
+        error, message = build(view, name)
+        if message:
+            self.message = message
+        return error
+
+    def add(self, view, name: str | None = None) -> HostPanel:
+        """Show a view fed from the host (``Text`` samples, or any view driven by
+        ``set_data``) in this session's layout; returns its panel."""
+        panel = HostPanel(name or f"{type(view).__name__.lower()}{len(self.panels)}", view, session=self)
+        panel.error = self._build(view, panel.name)
+        self._wait_idle()
+        self.panels.append(panel)
+        self._layout()
+        return panel
+
+    def _detach(self, panel) -> None:
+        self._wait_idle()
+        self.panels.remove(panel)
+        panel._release()
+        self._layout()
+
+    def _wait_idle(self) -> None:
+        if self._inflight:
+            self.device.wait()
+            self._collect()
+
+    def _layout(self) -> None:
+        width, height = self.window.framebuffer_size() if self.window else self.size
+        if self.canvas is not None:
+            self.canvas.close(close_panels=False)
+        self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
+        self._layout_due = False
+        if self.window:
+            self.window.bind_canvas(self.canvas)
+
+    # -- the frame loop ----------------------------------------------------------------------
+    def step(self, step: int | None = None) -> bool:
+        """Draw a frame unless the previous one is still in flight; never waits for it.
+
+        Returns True when a frame was submitted, False when drawing was skipped
+        (the skip is counted), the session is paused, the window is gone, or drawing
+        stopped after a renderer error (:attr:`failed`; training is never interrupted).
+        """
+        self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.failed:
+            if self.window is not None and self.window.alive:
+                with contextlib.suppress(Exception):
+                    self.window.poll()  # stays responsive (and closable) showing its last frame
+            return False
+        if self.window is not None:
+            if not self.window.alive:
+                self._window_closed()  # says so once (the surface may have gone while presenting)
+                return False
+            window_input.handle(self, self.window.poll())
+            if not self.window.alive:
+                self._window_closed()
+                return False
+            if self.window.resized:
+                self._wait_idle()
+                self.window.recreate()
+                self._layout()
+        if self._inflight:
+            if self._save_due() and not self.canvas.done():
+                self.device.wait()  # offscreen recording: every Kth step gets its frame
+            if not self.canvas.done():
+                self.skipped += 1
+                return False
+            self._collect()
+        if self.paused:
+            return False
+        if self._layout_due:  # a panel stopped: show its notice in its place
+            self._layout()
+        if not self._read_back_next and not self._save_due() and self.pacing.within_interval():
+            self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
+            return False
+        render_thread = threading.get_ident()
+        protocols = [p.protocol for p in self.panels if p.protocol is not None]
+        for protocol in protocols:
+            protocol.render_thread = render_thread
+        if self.sync and any(p.writing_now for p in protocols):
+            for p in protocols:
+                p.ask_for_gap()
+            self.skipped += 1  # a producer is mid-write: drawing now would tear
+            return False
+        if self.window is not None:
+            try:
+                acquired = self.window.acquire()
+            except Exception as exc:  # a Vulkan error must not stop training
+                self._fault(exc)
+                return False
+            if not acquired:
+                if not self.window.alive:  # the display or the window's surface went away
+                    self._window_closed()
+                else:
+                    self.skipped += 1
+                return False
+        reading = []
+        for panel in self.panels:
+            if panel.error:
+                continue
+            try:
+                panel._refresh()  # a replaced storage raises here: the panel stops in this frame
+            except Exception as exc:  # stops this panel; training and the other panels go on
+                why = str(exc) if isinstance(exc, exporters.ContractError) else f"{type(exc).__name__}: {exc}"
+                self._stop_panel(panel, why)
+                continue
+            if panel.protocol is not None:
+                reading.append(panel)
+        if self._layout_due:  # never draw a stopped panel's view (its old storage) again
+            self._layout()
+        booked = book_reads([p.protocol for p in reading])
+        if booked is None:  # a write began after the check above (an acquired image is kept)
+            self.skipped += 1
+            return False
+        for panel in reading:
+            panel.view.data_version = (panel.producer_writes, self.step_count)
+        waits = [wait for wait, _ in booked]
+        signals = [signal for _, signal in booked]
+        now = time.perf_counter()
+        periodic = now - self._status_time > 0.25 or self.message != self._status_message
+        if periodic:
+            # text is drawn on the host: a few times a second is plenty
+            self.status_bar.set_text(self.status().line(), warn=bool(self.message))
+            self._status_time, self._status_message = now, self.message
+        update_titles(self.panels, periodic)
+        extra = []
+        binary_wait, binary_signal = [], []
+        if self.window is not None:
+            extra = [self.window.present_commands()]
+            acquired, done = self.window.frame_semaphores
+            binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
+        self.pacing.submitted()
+        try:
+            self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
+                               extra_signal=binary_signal,
+                               readback=self._save_due() or self._read_back_next)
+            if self.window is not None:
+                self.window.present()
+        except Exception as exc:  # a Vulkan error must not stop training
+            self._fault(exc)
+            for panel, signal in zip(reading, signals, strict=True):
+                panel.protocol.abandon(signal)  # no producer may wait for it forever
+            return False
+        self._inflight = True
+        if self._save_due():
+            self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
+        return True
+
+    def _save_due(self, step: int | None = None) -> bool:
+        return self.pacing.save_due(self.step_count if step is None else step)
+
+    def due(self, step: int | None = None) -> bool:
+        """Whether ``step(step)`` would draw a frame now. A loop can skip computing what it
+        only draws (a probe forward, a projection) when it would not be drawn:
+
+        >>> if session.due(step):           # doctest: +SKIP
+        ...     with panel.writing():
+        ...         emb.copy_(model.embed(x))
+        >>> session.step(step)              # doctest: +SKIP
+
+        False while the previous frame is still in flight, within ``1/max_fps`` of the
+        last frame, paused, after the window closed or drawing stopped; frames due to be
+        saved are always due.
+        """
+        step = self.step_count + 1 if step is None else int(step)
+        if self.failed or self.canvas is None or self.paused:
+            return False
+        if self.window is not None and (not self.window.alive or self._window_gone):
+            return False
+        if self._save_due(step):
+            return True
+        if self._inflight and not self.canvas.done():
+            return False
+        return not self.pacing.within_interval()
+
+    def _collect(self) -> None:
+        self.canvas.finish()
+        self._inflight = False
+        self.frames += 1
+        self.pacing.completed()
+        if self._save_pending is not None:
+            path, self._save_pending = self._save_pending, None
+            self.canvas.save_png(path, self.canvas.pixels())
+            self.saved.append(path)
+
+    def _stop_panel(self, panel, why: str) -> None:
+        panel.error = why
+        self._layout_due = True  # its notice replaces it from the next frame
+        self.message = f"{panel.name} stopped"
+        print(f"caliper: {why}", file=sys.stderr)
+
+    def _fault(self, exc: Exception) -> None:
+        """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
+        Producers no longer wait for frames (``panel.writing()`` returns at once)."""
+        self.failed = f"{type(exc).__name__}: {exc}"
+        for p in self.panels:
+            if p.protocol is not None:
+                p.protocol.stopped = True
+        self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
+        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
+              "drawing stops", file=sys.stderr)
+
+    def _window_closed(self) -> None:
+        if self._window_gone:
+            return
+        self._window_gone = True
+        if getattr(self.window, "lost", False):
+            self.message = "display lost; drawing stopped"
+            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+        else:
+            self.message = "window closed; drawing stopped"
+            print("caliper: the window was closed; training continues without drawing",
+                  file=sys.stderr)
+        self._wait_idle()
+
+    # -- reporting ---------------------------------------------------------------------------
+    def status(self) -> Status:
+        info = self.device.info
+        return Status(
+            device=f"{info.name} ({info.kind})",
+            panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason)
+                    for p in self.panels],
+            frames=self.frames, skipped=self.skipped, held=self.held, max_fps=self.max_fps,
+            step=self.step_count, frame_ms=self.pacing.frame_ms,
+            window=("window" if self.window and self.window.alive else
+                    "display lost" if getattr(self.window, "lost", False) else
+                    "window closed" if self.window else "headless"),
+            paused=self.paused, message=self.message,
+            producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
+            / max(1, sum(p.producer_writes for p in self.panels)))
+
+    def flush(self) -> np.ndarray:
+        """Wait for the frame in flight (if any) and return the last frame's pixels."""
+        self._wait_idle()
+        if self.canvas.read_back_serial is None:
+            return self.canvas.read_back()
+        return self.canvas.pixels()
+
+    def render(self) -> np.ndarray:
+        """Draw one frame now and wait for it (tests, screenshots, `S`)."""
+        self._wait_idle()
+        self._read_back_next = True  # the copy rides in the frame's own submission
+        try:
+            drawn = self.step(self.step_count)
+        finally:
+            self._read_back_next = False
+        if not drawn:
+            why = (f"drawing stopped by a renderer error: {self.failed}" if self.failed
+                   else "paused, window closed, or a producer mid-write")
+            raise RuntimeError(f"could not draw a frame ({why})")
+        return self.flush()
+
+    def save_png(self, path) -> Path:
+        return self.canvas.save_png(path, self.flush())
+
+    def close(self) -> None:
+        if self.canvas is None:
+            return
+        self._wait_idle()
+        for panel in list(self.panels):
+            panel._release()
+        self.panels.clear()
+        self.canvas.close()
+        self.canvas = None
+        if self.window is not None:
+            self.window.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,114 @@
+"""What a live session says about itself: the status line and each panel's title bar.
+
+The status line is the honest account the design asks for: the device, which
+path every panel got (``zero-copy``, ``on-device copy``, ``host staging``) and
+why when it is not plain zero-copy, the frame time, skipped frames, the
+producer's host wait where the platform has no GPU-side wait, and messages
+(a panel stopped, drawing failed, a PNG saved). Titles carry the panel's name,
+its warnings (values not drawn as NaN/Inf, values outside the range) and the
+view's legend. Both are text drawn from the glyph atlas (:mod:`caliper_vk.chrome`)
+a few times a second, not every frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import chrome
+from ..chrome import LABEL_BACKGROUND, TextStrip
+from ..exporters import PATH_HOST, PATH_ZERO_COPY
+
+
+@dataclass
+class Status:
+    """What :func:`caliper_vk.status` reports."""
+
+    device: str
+    panels: list = field(default_factory=list)  # (name, path, reason)
+    frames: int = 0
+    skipped: int = 0
+    held: int = 0  # steps not drawn because of max_fps
+    max_fps: float | None = None
+    step: int = 0
+    frame_ms: float = 0.0  # submit → seen complete (an upper bound: completion is seen at a step)
+    window: str = "headless"
+    paused: bool = False
+    message: str = ""
+    producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
+
+    def line(self) -> str:
+        parts = [self.device]
+        plain = [p for p in self.panels if p[1] == PATH_ZERO_COPY]
+        if len(self.panels) > 3 and plain:
+            parts.append(f"{len(plain)} panels: zero-copy")
+        else:
+            plain = []
+        for name, path, reason in self.panels:
+            if (name, path, reason) not in plain:
+                quiet = path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason)
+                parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
+        parts.append(f"frame <={self.frame_ms:.1f} ms")
+        if self.producer_wait_ms >= 0.05:
+            parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
+        parts.append(f"step {self.step}")
+        parts.append(f"skipped {self.skipped}")
+        if self.max_fps:
+            parts.append(f"≤{self.max_fps:g} fps")
+        if self.paused:
+            parts.append("PAUSED (space)")
+        if self.message:
+            parts.append(self.message)
+        return " · ".join(parts)
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
+    """One panel's part of the status line (``Panel.status``)."""
+    if error:
+        return f"{name}: stopped ({error})"
+    if path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason):
+        return f"{name}: {path}"
+    return f"{name}: {path} ({reason})"
+
+
+def chrome_for(panel) -> tuple[TextStrip, TextStrip]:
+    """A panel's title bar and the notice shown in its place once it has stopped."""
+    return (TextStrip(*title_items(panel), background=LABEL_BACKGROUND),
+            TextStrip([(panel.error or "", chrome.ERROR)], background=chrome.BACKGROUND, block=True))
+
+
+def warning_counts(view) -> tuple[int, int]:
+    """(values not drawn as NaN/Inf, values outside the range) from the view's last frame."""
+    stats = getattr(view, "stats", None) or {}
+    return (sum(stats.get(k, 0) for k in ("nonfinite", "nan", "inf", "posinf", "neginf")),
+            stats.get("below", 0) + stats.get("above", 0))
+
+
+def title_items(panel) -> tuple[list, list]:
+    """(left, right) items of a panel's title bar: its name; warnings, then the view's legend."""
+    left = [(panel.name, chrome.FOREGROUND)]
+    if panel.error:
+        return left, [("stopped: " + panel.error.splitlines()[0], chrome.ERROR)]
+    view = panel.view
+    right = []
+    bad, outside = warning_counts(view)
+    if bad:
+        right.append((f"{bad} NaN/Inf  ", chrome.NONFINITE))
+    if outside:
+        right.append((f"{outside} outside range  ", chrome.WARNING))
+    try:
+        right += view.legend()
+    except Exception as exc:  # a legend must never stop the drawing
+        right.append((f"(no legend: {type(exc).__name__})", chrome.DIM))
+    return left, right
+
+
+def update_titles(panels, periodic: bool) -> None:
+    """Refresh title bars: a few times a second, and at once when a warning count changes."""
+    for panel in panels:
+        warnings = warning_counts(panel.view)
+        if periodic or warnings != panel.title_warnings:
+            panel.title_warnings = warnings
+            panel.label.set_items(*title_items(panel))
