@@ -18,14 +18,16 @@ Vulkan imports** (NVIDIA's ``simpleVulkanMMAP``), is :class:`VmmMemory`
 - ``caliper_vk.empty(shape, device="cuda")`` returns a tensor in shared memory:
   attaching it is **zero-copy** (the producer writes what the renderer reads).
 - Any other CUDA tensor is **mirrored**: shared memory of its size, refreshed by
-  one device-to-device ``copy_`` per frame on torch's current stream.
+  a device-to-device ``copy_`` on torch's current stream at every write's exit.
 
 Sync: the panel's Vulkan timeline semaphore is created exportable, exported and
 imported into CUDA as a timeline semaphore; :class:`StreamSync` waits and
 signals it with ``cuWaitExternalSemaphoresAsync`` / ``cuSignalExternalSemaphoresAsync``
-on torch's current stream, following docs/contract.md (producer signals
-``2k+1``, renderer waits, reads, signals ``2k+2``, producer waits ``2k+2``
-before overwriting). No CPU thread waits.
+on torch's current stream, following docs/contract.md's write/read counters:
+every write's exit signals a fresh value ``w`` (after the write's kernels), a
+frame waits for the latest write value it saw, reads and signals its own value,
+and a producer about to overwrite waits for the latest value handed out (every
+frame still reading). Values only rise. No CPU thread waits.
 
 Handle ownership: an fd imported into CUDA (or Vulkan) is the importer's after a
 successful import and ours to close after a failed one; a Win32 handle is
@@ -327,12 +329,14 @@ class StreamSync:
         self._issue("cuSignalExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS", value)
 
     def before_write(self, value: int) -> None:
-        """``panel.writing()`` entry: the producer's next kernels wait for every read (``2k``)."""
+        """``panel.writing()`` entry: the producer's next kernels wait for ``value``, the latest
+        value handed out (every frame booked so far has read)."""
         if self.mirror is None:  # a mirrored tensor is the producer's own: nobody reads it
             self.wait(value)
 
     def after_write(self, read_value: int, value: int) -> None:
-        """Write *k* is complete when the stream gets here: signal ``2k+1``."""
+        """The write is complete when the stream gets here: signal its fresh value ``value``
+        (for a mirror, first wait for ``read_value`` and refresh the copy)."""
         if self.mirror is not None:
             self.wait(read_value)  # the renderer finished reading the copy
             source, copy = self.mirror

@@ -11,9 +11,10 @@ pNext chain); unified memory makes that a pointer cast — zero-copy.
 
 Sync: Metal gives Vulkan no GPU-side primitive to wait on PyTorch's command
 queue, so the producer side is on the host (:class:`HostSync`):
-``panel.writing()`` waits on the host for the renderer's ``2k`` (the frame's
-fence, through the timeline semaphore), and on exit runs
-``torch.mps.synchronize()`` before signalling ``2k+1`` — the status line says so.
+``panel.writing()`` waits on the host for the latest value handed out (every
+frame still reading, through the timeline semaphore), and at every write's exit
+runs ``torch.mps.synchronize()`` before signalling the write's fresh value — the
+status line says so (docs/contract.md: the write/read counters).
 MoltenVK's fast math is turned off before the instance exists
 (``engine/instance.py``) so the byte-exact views stay exact.
 
