@@ -146,6 +146,9 @@ class Device:
         self._completed = 0
         self._retired: deque = deque()  # (serial, callback)
         self._free_fences: list = []
+        # Every fence ever made, destroyed at close: a KeyboardInterrupt between taking a fence
+        # and queueing it (Ctrl-C in a demo) must not leak it past vkDestroyDevice.
+        self._all_fences: set = set()
         self._submit_structs: dict = {}  # see submit_batches
         # Objects shared per device (built-in pipelines); closed before the device.
         self.cache: dict = {}
@@ -194,7 +197,9 @@ class Device:
             if vk.lib.vkResetFences(self.handle, 1, ffi.new("VkFence[1]", [fence])) != vk.VK_SUCCESS:
                 raise VulkanError("vkResetFences failed")
             return fence
-        return vk.vkCreateFence(self.handle, new("VkFenceCreateInfo"), None)
+        fence = vk.vkCreateFence(self.handle, new("VkFenceCreateInfo"), None)
+        self._all_fences.add(fence)
+        return fence
 
     def submit(self, command_buffers, wait=(), signal=()) -> int:
         """Submit and return the submission's serial.
@@ -291,9 +296,11 @@ class Device:
         with self._lock:
             while self._retired:
                 self._retired.popleft()[1]()
-            for fence in self._free_fences:
+            for fence in self._all_fences:  # free, in flight (finished now) or lost to an interrupt
                 vk.vkDestroyFence(self.handle, fence, None)
+            self._all_fences.clear()
             self._free_fences.clear()
+            self._inflight.clear()
             vk.vkDestroyCommandPool(self.handle, self.command_pool, None)
             handle, self.handle = self.handle, None
             vk.vkDestroyDevice(handle, None)

@@ -202,7 +202,7 @@ def test_a_storage_replaced_outside_writing_is_noticed_at_the_next_step(capsys):
         t.fill_(1.0)
         panel = s.attach(t, "heatmap", name="x")
         s.render()
-        path = panel.path  # zero-copy, or host staging on a device without host import (profiles)
+        path = cpu_path()  # zero-copy, or host staging on a device without host import (profiles)
         assert f"x: {path}" in s.status().line() and panel.view.seen_range == (1.0, 1.0)
         t.set_(torch.full((16, 16), 5.0))  # the tensor now lives in other memory
         frame = s.render()  # the first frame after the change
