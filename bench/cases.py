@@ -37,12 +37,17 @@ def _grid(side: int):
     return [a, a[::-1].copy()]
 
 
-def _timed(update, repeats: int) -> list[float]:
+def _timed(update, repeats: int, cpu: list | None = None) -> list[float]:
+    """Wall seconds of each update after the warm-ups; ``cpu`` collects the process's CPU
+    seconds of each (every thread: lavapipe's workers too), which a loaded machine distorts
+    less than the wall time."""
     out = []
     for i in range(repeats + WARMUP):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         update(i)
         out.append(time.perf_counter() - t0)
+        if cpu is not None and i >= WARMUP:
+            cpu.append(time.process_time() - c0)
     return out[WARMUP:]
 
 
@@ -64,8 +69,9 @@ def caliper(view: str, n: int, repeats: int, mode: str, size_px: int = 2) -> dic
                 t.copy_(sources[i % 2])  # the tensor has new values
             s.render()  # ... and an RGBA frame of them is in host memory
 
-        times = _timed(update, repeats)
-        return {"times": times, "path": panel.path, "reason": panel.reason}
+        cpu: list = []
+        times = _timed(update, repeats, cpu)
+        return {"times": times, "cpu": cpu, "path": panel.path, "reason": panel.reason}
 
 
 def floor(n: int, repeats: int) -> dict:
@@ -85,8 +91,9 @@ def floor(n: int, repeats: int) -> dict:
             t.copy_(sources[i % 2])  # the tensor has new values
             f.render()  # ... and an RGBA frame of them is in host memory
 
-        times = _timed(update, repeats)
-        return {"times": times, "path": f.path, "drawn_px": drawn}
+        cpu: list = []
+        times = _timed(update, repeats, cpu)
+        return {"times": times, "cpu": cpu, "path": f.path, "drawn_px": drawn}
 
 
 # -- peers ------------------------------------------------------------------------------------
