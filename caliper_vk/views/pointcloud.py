@@ -37,6 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import chrome, colormaps
+from ..engine import ComputePipeline, shaders
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ._source import Source
@@ -392,8 +393,9 @@ class PointCloud(ViewBase):
         return table
 
     def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The colour-table indices of the points ``idx`` (``color_index`` in
-        pointcloud_color.glsl) under the parameter block ``p``."""
+        """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
+        twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
+        :meth:`prepare` when the labels, values or value range change)."""
         if self.labels is not None:
             lab = self.labels[idx]
             return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
@@ -439,17 +441,42 @@ class PointCloud(ViewBase):
         r = self.rect
         n = self.source.shape[0]
         _, base, dtype = self._input("positions", self.source)
-        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        p = self.params(r.width, r.height, r.x, r.y, base, dtype)
+        self._upload("params", p)
+        # the per-point colour indices: made again when the labels or values, the palette or
+        # the value range (PC_VLO, PC_VSCALE) change, never per frame
+        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC_VLO]), int(p[PC_VSCALE]))
+        if self._dirty or colors_of != getattr(self, "_colors_of", None):
+            uniform = self.labels is None and self.values is None
+            cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
+            self._upload("point_colors", cidx)
+            self._colors_of = colors_of
         if self._dirty:
-            self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
-            self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
         self._buffer("stats", 16)
-        if getattr(self, "_recorded", None) != (n, self.per_point(n)):
+        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
             self.stale = True
+
+    def _spec(self, dtype: int) -> tuple:
+        """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE in
+        pointcloud_params.glsl): the words PC_DTYPE, PC_SIZE and PC_MODE, folded into the
+        pipeline when it is made."""
+        mode = MODE_LABELS if self.labels is not None else (
+            MODE_VALUES if self.values is not None else MODE_UNIFORM)
+        return int(dtype), self.point_size_px, mode
+
+    def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
+        """The built-in pipeline ``name`` specialised to ``spec`` (made once per device)."""
+        key = ("pipeline", name, spec)
+        p = self.device.cache.get(key)
+        if p is None or p.handle is None:
+            p = ComputePipeline(self.device, shaders.load(name), bindings, name=name,
+                                specialization=dict(enumerate(spec)))
+            self.device.cache[key] = p
+        return p
 
     def record_reads(self, rec) -> None:
         """Depth clear and splat, and the per-point colour pass: the passes that read the
@@ -458,11 +485,12 @@ class PointCloud(ViewBase):
         self._drop_sets()
         n = self.source.shape[0]
         per_point = self.per_point(n)
-        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 5).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"], b["labels"]])
+        spec = self._spec(self._buffers["params"].view(np.uint32, N_PARAMS)[PC_DTYPE])
+        splat = self._pipeline("pointcloud_splat", ["uniform"] + ["buffer"] * 4, spec).bind(
+            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["point_colors"]])
         if per_point:
-            color = pipeline(self.device, "pointcloud_paint", ["uniform"] + ["buffer"] * 5 + ["image"]).bind(
-                [b["params"], self._bound["positions"], b["depth"], b["labels"], b["values"], b["colors"],
+            color = self._pipeline("pointcloud_paint", ["uniform"] + ["buffer"] * 4 + ["image"], spec).bind(
+                [b["params"], self._bound["positions"], b["depth"], b["point_colors"], b["colors"],
                  self.target])
         else:
             color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
@@ -481,7 +509,7 @@ class PointCloud(ViewBase):
         if per_point and n:
             rec.barrier()
             rec.dispatch(color, *groups_1d(n))
-        self._recorded = (n, per_point)
+        self._recorded = (n, per_point, spec)
 
     def record(self, rec) -> None:
         """The per-pixel resolve pass, when it is the colour pass (labels and values are

@@ -10,8 +10,7 @@ layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) buffer Depth { uint depth[]; };
 layout(std430, binding = 3) buffer Stats { uint stats[]; };
-layout(std430, binding = 4) readonly buffer Values { float values[]; };
-layout(std430, binding = 5) readonly buffer Labels { uint labels[]; };
+layout(std430, binding = 4) readonly buffer PointColors { uint point_colors[]; };
 
 #define INPUT pos
 #include "input.glsl"
@@ -29,7 +28,7 @@ void main() {
         atomicAdd(stats[ST_NONFINITE], 1u);
         return;
     }
-    if (P(PC_MODE) == MODE_VALUES && classify(values[i]) != CLASS_FINITE) {
+    if (SPEC_MODE == MODE_VALUES && point_colors[i] == COLOR_NAN) {  // a NaN or Inf value
         atomicAdd(stats[ST_NONFINITE_VALUES], 1u);
     }
     if (where == PROJ_FAR) {  // far outside the panel: not drawn, counted
