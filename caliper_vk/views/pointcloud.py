@@ -493,8 +493,8 @@ class PointCloud(ViewBase):
                 [b["params"], self._bound["positions"], b["depth"], b["point_colors"], b["colors"],
                  self.target])
         else:
-            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
-                [b["params"], b["depth"], b["colors"], self.target])
+            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], b["depth"], b["colors"]])
         self._sets = [splat, color]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
@@ -512,10 +512,14 @@ class PointCloud(ViewBase):
         self._recorded = (n, per_point, spec)
 
     def record(self, rec) -> None:
-        """The per-pixel resolve pass, when it is the colour pass (labels and values are
-        host-staged inputs, not the live tensor)."""
+        """The per-pixel resolve pass, when it is the colour pass (it reads the keys and the
+        colour table, not the live tensor): keys to colours in place, then a copy of those
+        rows into the panel's rectangle of the target."""
         if not self._recorded[1]:
-            rec.dispatch(self._sets[1], -(-self.rect.width // 32), -(-self.rect.height // 8))
+            r = self.rect
+            rec.dispatch(self._sets[1], *groups_1d(r.width * r.height))
+            rec.barrier()
+            rec.copy_buffer_to_image(self._buffers["depth"], self.target, r.x, r.y, r.width, r.height)
         self.stale = False
 
     def finish(self) -> None:
