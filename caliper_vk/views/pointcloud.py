@@ -461,12 +461,12 @@ class PointCloud(ViewBase):
             self.stale = True
 
     def _spec(self, dtype: int) -> tuple:
-        """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE in
-        pointcloud_params.glsl): the words PC_DTYPE, PC_SIZE and PC_MODE, folded into the
-        pipeline when it is made."""
+        """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
+        SPEC_DIM in pointcloud_params.glsl): the words PC_DTYPE, PC_SIZE, PC_MODE and PC_DIM,
+        folded into the pipeline when it is made."""
         mode = MODE_LABELS if self.labels is not None else (
             MODE_VALUES if self.values is not None else MODE_UNIFORM)
-        return int(dtype), self.point_size_px, mode
+        return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
     def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
         """The built-in pipeline ``name`` specialised to ``spec`` (made once per device)."""

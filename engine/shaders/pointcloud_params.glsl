@@ -36,13 +36,14 @@
 #define PC_VEC4S 9  // the block's size in uvec4s (N_PARAMS / 4; words 33-35 are padding)
 
 // Specialisation constants, set per pipeline by caliper_vk/views/pointcloud.py (they
-// mirror the words PC_DTYPE, PC_SIZE and PC_MODE): the driver compiles each pipeline with
-// them folded in, so the splat decodes only its input's dtype, runs an unrolled footprint
-// and reads no colour data for a uniform cloud (a CPU implementation such as lavapipe
-// otherwise runs every side of a branch, for every point).
+// mirror the words PC_DTYPE, PC_SIZE, PC_MODE and PC_DIM): the driver compiles each
+// pipeline with them folded in, so the splat decodes only its input's dtype and dimension,
+// runs an unrolled footprint and reads no colour data for a uniform cloud (a CPU
+// implementation such as lavapipe otherwise runs every side of a branch, for every point).
 layout(constant_id = 0) const uint SPEC_DTYPE = 0u;
 layout(constant_id = 1) const uint SPEC_SIZE = 1u;
 layout(constant_id = 2) const uint SPEC_MODE = 0u;
+layout(constant_id = 3) const uint SPEC_DIM = 3u;
 
 #define MODE_UNIFORM 0u
 #define MODE_LABELS 1u

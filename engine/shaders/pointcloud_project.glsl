@@ -11,7 +11,7 @@ uint project(uint i, out uint key, out int ix, out int iy) {
     key = 0u;
     ix = 0;
     iy = 0;
-    uint dim = P(PC_DIM);
+    uint dim = SPEC_DIM;
     uint base = P(PC_BASE);
     uint dtype = SPEC_DTYPE;
     float x = load_input(base, dtype, i * dim);
