@@ -51,6 +51,8 @@ class ComputePipeline:
         unknown = [b for b in self.bindings if b not in _KINDS]
         if unknown:
             raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
+        self.specialization = dict(specialization or {})
+        spec = _specialization_info(self.specialization) if self.specialization else None
         dev = device.handle
         code = ffi.new("char[]", bytes(spirv))
         self.module = vk.vkCreateShaderModule(
@@ -82,8 +84,6 @@ class ComputePipeline:
             new("VkPipelineLayoutCreateInfo", setLayoutCount=1, pSetLayouts=[self.set_layout]),
             None,
         )
-        self.specialization = dict(specialization or {})
-        spec = _specialization_info(self.specialization) if self.specialization else None
         stage = new(
             "VkPipelineShaderStageCreateInfo",
             stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
