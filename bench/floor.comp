@@ -33,7 +33,9 @@ void main() {
     float sy = screen.y - dot(r1.xyz, p) * center.w;
     if (!(sx >= 0.0 && sx < float(size.y) && sy >= 0.0 && sy < float(size.z))) return;
     float d = clamp(dot(r2.xyz, p) * screen.z + screen.w, 1.0, 16777215.0);
-    atomicMax(keys[uint(sy) * size.y + uint(sx)], (uint(d) << 8) | (labels[i] & 255u));
+    // float -> int conversions: x86 SIMD has a signed one only (an unsigned one costs more)
+    uint key = uint(int(d)) << 8 | labels[i];
+    atomicMax(keys[int(sy) * int(size.y) + int(sx)], key);
 }
 #else
 layout(std430, binding = 1) readonly buffer Keys { uint keys[]; };
@@ -45,7 +47,7 @@ void main() {
     uint k = keys[i];
     uint c = palette[2].z;  // the background
     if (k != 0u) {
-        uint label = (k & 255u) % 10u;
+        uint label = k & 255u;  // 0..9: the host reduced the labels modulo 10
         uint rgba = palette[label >> 2][label & 3u];
         uint shade = 156u + ((k >> 8) * 100u >> 24);  // 156..255: nearer is brighter
         c = ((((rgba & 255u) * shade) >> 8) | (((((rgba >> 8) & 255u) * shade) >> 8) << 8)

@@ -101,7 +101,7 @@ class Floor:
         self.params = Buffer(dev, params.nbytes)
         self.params.write(params)
         self.labels = Buffer(dev, max(4, n * 4))
-        self.labels.write(np.asarray(labels, np.uint32))
+        self.labels.write((np.asarray(labels) % len(TAB10)).astype(np.uint32))  # palette entries
         self.keys = Buffer(dev, width * height * 4, host_visible=False)
         self.frame = Buffer(dev, width * height * 4, host_visible=False)
         self.readback = Buffer(dev, width * height * 4, readback=True)
