@@ -268,7 +268,11 @@ def bounds(pc: dict) -> list[str]:
         "here: on lavapipe a point costs its gathered loads and one atomic run lane by lane on "
         "the CPU, so 50 M points/s at 1M is out of reach of any Vulkan path on these two cores; "
         "on a GPU these passes take microseconds.",
-        "- **fastplotlib and matplotlib.** Both ratios are set by Caliper's 2-px frame above: "
-        "fastplotlib rasterises its 1M markers through wgpu on the same lavapipe device, "
-        "matplotlib's Agg draws each marker path on the CPU.",
+        f"- **fastplotlib and matplotlib at 1M points.** Both ratios are set by Caliper's 2-px "
+        f"frame ({lat.get(CAL2, {}).get('median_ms', NAN):.0f} ms here), most of it the splat's "
+        f"4 atomics per point ({p(c2, 'pointcloud splat'):.0f} ms profiled); the peers' own "
+        "work is fixed: fastplotlib rasterises its markers through wgpu on the same lavapipe "
+        "device, matplotlib's Agg draws each marker on one CPU thread. Under load a "
+        "single-threaded peer and lavapipe's threads do not slow down alike, which moves these "
+        "two ratios by tens of percent from run to run.",
     ]
