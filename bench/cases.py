@@ -37,17 +37,22 @@ def _grid(side: int):
     return [a, a[::-1].copy()]
 
 
-def _timed(update, repeats: int) -> list[float]:
+def _timed(update, repeats: int, cpu: list | None = None) -> list[float]:
+    """Wall seconds of each update after the warm-ups; ``cpu`` collects the process's CPU
+    seconds of each (every thread: lavapipe's workers too), which a loaded machine distorts
+    less than the wall time."""
     out = []
     for i in range(repeats + WARMUP):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         update(i)
         out.append(time.perf_counter() - t0)
+        if cpu is not None and i >= WARMUP:
+            cpu.append(time.process_time() - c0)
     return out[WARMUP:]
 
 
 # -- Caliper ----------------------------------------------------------------------------------
-def caliper(view: str, n: int, repeats: int, mode: str) -> dict:
+def caliper(view: str, n: int, repeats: int, mode: str, size_px: int = 2) -> dict:
     import torch
 
     import caliper_vk as cv
@@ -56,7 +61,7 @@ def caliper(view: str, n: int, repeats: int, mode: str) -> dict:
     sources = [torch.from_numpy(d) for d in data]
     with cv.Session(window=False, size=(W, H + 20)) as s:
         t = cv.empty(sources[0].shape) if mode == "zero-copy" else sources[0].clone()
-        opts = {"labels": labels, "point_size_px": 2} if view == "pointcloud" else {}
+        opts = {"labels": labels, "point_size_px": size_px} if view == "pointcloud" else {}
         panel = s.attach(t, view, zero_copy=(mode != "staging"), **opts)
 
         def update(i):
@@ -64,35 +69,41 @@ def caliper(view: str, n: int, repeats: int, mode: str) -> dict:
                 t.copy_(sources[i % 2])  # the tensor has new values
             s.render()  # ... and an RGBA frame of them is in host memory
 
-        times = _timed(update, repeats)
-        return {"times": times, "path": panel.path, "reason": panel.reason}
+        cpu: list = []
+        times = _timed(update, repeats, cpu)
+        return {"times": times, "cpu": cpu, "path": panel.path, "reason": panel.reason}
 
 
-def points_per_second(n: int, repeats: int) -> dict:
+def floor(n: int, repeats: int) -> dict:
+    """The minimal hand-written Vulkan path (bench/floor.py), same protocol as ``caliper``."""
     import torch
 
-    import caliper_vk as cv
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from floor import Floor
 
     data, labels = _points(n)
     sources = [torch.from_numpy(d) for d in data]
-    with cv.Session(window=False, size=(W, H + 20)) as s:
-        t = cv.empty((n, 3))
-        panel = s.attach(t, "pointcloud", labels=labels, point_size_px=1)
+    t = sources[0].clone()
+    with Floor(t, labels, W, H) as f:
+        drawn = int((f.render().view(np.uint32) != np.uint32(0xFF1A1616)).sum())
 
         def update(i):
-            with panel.writing():
-                t.copy_(sources[i % 2])
-            s.step()
-            s.flush()
+            t.copy_(sources[i % 2])  # the tensor has new values
+            f.render()  # ... and an RGBA frame of them is in host memory
 
-        times = _timed(update, repeats)
-    dst = np.empty_like(data[0])
-    floor = _timed(lambda i: np.copyto(dst, data[i % 2]), repeats)
-    return {"times": times, "memcpy": floor}
+        cpu: list = []
+        times = _timed(update, repeats, cpu)
+        return {"times": times, "cpu": cpu, "path": f.path, "drawn_px": drawn}
 
 
 # -- peers ------------------------------------------------------------------------------------
-def matplotlib_roundtrip(view: str, n: int, repeats: int) -> dict:
+def matplotlib_roundtrip(view: str, n: int, repeats: int, variant: str = "png") -> dict:
+    """matplotlib as a competent user drives it: the figure and its artist are built once,
+    each update sets the artist's data, draws the canvas (Agg) and either PNG-encodes and
+    decodes the frame (``png``: the round trip a file or a notebook makes) or copies the
+    canvas's RGBA buffer (``buffer``: the in-memory best case)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,28 +112,35 @@ def matplotlib_roundtrip(view: str, n: int, repeats: int) -> dict:
 
     fig = plt.figure(figsize=(W / 100, H / 100), dpi=100)
     ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
     if view == "pointcloud":
         data, labels = _points(n)
-        art = ax.scatter(data[0][:, 0], data[0][:, 1], c=labels, cmap="tab10", s=2)
+        # s=2 pt^2 at 100 dpi: ~2 px across, without edges (Caliper's 2-px points)
+        art = ax.scatter(data[0][:, 0], data[0][:, 1], c=labels, cmap="tab10", s=2, linewidths=0)
         ax.set_xlim(-5, 5)
         ax.set_ylim(-5, 5)
     else:
         data = _grid(n)
         art = ax.imshow(data[0], cmap="viridis")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "frame.png")
+    canvas = fig.canvas
 
-        def update(i):
-            d = data[i % 2]
-            if view == "pointcloud":
-                art.set_offsets(d[:, :2])  # matplotlib's cheapest 2-D update of the same points
-            else:
-                art.set_data(d)
-            fig.savefig(path)
-            rgba = np.asarray(Image.open(path).convert("RGBA"))
-            assert rgba.shape == (H, W, 4)
+    def update(i):
+        d = data[i % 2]
+        if view == "pointcloud":
+            art.set_offsets(d[:, :2])  # matplotlib's cheapest 2-D update of the same points
+        else:
+            art.set_data(d)
+        canvas.draw()
+        frame = np.asarray(canvas.buffer_rgba())
+        if variant == "buffer":
+            rgba = frame.copy()
+        else:
+            png = io.BytesIO()
+            Image.fromarray(frame).save(png, format="png")
+            rgba = np.asarray(Image.open(io.BytesIO(png.getvalue())).convert("RGBA"))
+        assert rgba.shape == (H, W, 4)
 
-        times = _timed(update, repeats)
+    times = _timed(update, repeats)
     return {"times": times}
 
 
@@ -176,24 +194,55 @@ def fastplotlib_offscreen(view: str, n: int, repeats: int) -> dict:
     return {"times": times, "adapter": f"{adapter.info['device']} ({adapter.info['backend_type']})"}
 
 
-def profile(n: int, repeats: int) -> dict:
-    """GPU milliseconds per pass (Vulkan timestamps) of a zero-copy point-cloud frame."""
+def profile(n: int, repeats: int, size_px: int) -> dict:
+    """GPU milliseconds per pass (Vulkan timestamps) of a live point-cloud frame, and the
+    host side of the same frames: wall time of ``render()`` and the view's fit and parameters."""
     import torch
 
     import caliper_vk as cv
 
     data, labels = _points(n)
+    sources = [torch.from_numpy(d) for d in data]
     with cv.Session(window=False, size=(W, H + 20)) as s:
-        t = cv.empty((n, 3))
-        t.copy_(torch.from_numpy(data[0]))
-        s.attach(t, "pointcloud", labels=labels, point_size_px=2)
+        t = sources[0].clone()
+        panel = s.attach(t, "pointcloud", labels=labels, point_size_px=size_px)
+        view = panel.view
         s.canvas.profile()
-        rows = []
-        for _ in range(repeats + WARMUP):
+        rows, host = [], []
+        for i in range(repeats + WARMUP):
+            with panel.writing():
+                t.copy_(sources[i % 2])
+            t0 = time.perf_counter()
             s.render()
+            t1 = time.perf_counter()
+            view.params(view.rect.width, view.rect.height)  # what prepare() pays per frame
+            t2 = time.perf_counter()
             rows.append(dict(s.canvas.timings()))
+            host.append((t1 - t0, t2 - t1))
+    rows, host = rows[WARMUP:], np.array(host[WARMUP:]) * 1e3
+    out = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    gpu = float(np.median([sum(r.values()) for r in rows]))
+    return {"passes": out, "gpu_ms": gpu, "render_ms": float(np.median(host[:, 0])),
+            "fit_params_ms": float(np.median(host[:, 1]))}
+
+
+def floor_profile(n: int, repeats: int) -> dict:
+    """The floor's GPU milliseconds per pass, as ``profile`` measures Caliper's."""
+    import torch
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from floor import Floor
+
+    data, labels = _points(n)
+    t = torch.from_numpy(data[0]).clone()
+    rows = []
+    with Floor(t, labels, W, H, profile=True) as f:
+        for _ in range(repeats + WARMUP):
+            f.render()
+            rows.append(f.timings())
     rows = rows[WARMUP:]
-    return {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    return {"passes": {k: float(np.median([r[k] for r in rows])) for k in rows[0]},
+            "gpu_ms": float(np.median([sum(r.values()) for r in rows]))}
 
 
 def memory(n: int, mode: str) -> dict:
@@ -225,22 +274,31 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--view", default="pointcloud")
     ap.add_argument("--mode", default="zero-copy")
+    ap.add_argument("--size", type=int, default=2, help="pointcloud: point size in pixels")
+    ap.add_argument("--variant", default="png", choices=("png", "buffer"),
+                    help="matplotlib: PNG round trip or the in-memory RGBA buffer")
     ap.add_argument("--run", help="dashboard cases: the run directory")
     a = ap.parse_args()
     if a.case == "caliper":
-        out = caliper(a.view, a.n, a.repeats, a.mode)
+        out = caliper(a.view, a.n, a.repeats, a.mode, a.size)
+    elif a.case == "floor":
+        out = floor(a.n, a.repeats)
     elif a.case == "matplotlib":
-        out = matplotlib_roundtrip(a.view, a.n, a.repeats)
+        out = matplotlib_roundtrip(a.view, a.n, a.repeats, a.variant)
     elif a.case == "tensorboard":
         out = tensorboard_roundtrip(a.n, a.repeats)
     elif a.case == "fastplotlib":
         out = fastplotlib_offscreen(a.view, a.n, a.repeats)
-    elif a.case == "points":
-        out = points_per_second(a.n, a.repeats)
     elif a.case == "memory":
         out = memory(a.n, a.mode)
     elif a.case == "profile":
-        out = profile(a.n, a.repeats)
+        out = profile(a.n, a.repeats, a.size)
+    elif a.case == "floor_profile":
+        out = floor_profile(a.n, a.repeats)
+    elif a.case == "memcpy":
+        data, _ = _points(a.n)
+        dst = np.empty_like(data[0])
+        out = {"times": _timed(lambda i: np.copyto(dst, data[i % 2]), a.repeats)}
     elif a.case == "training":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from live import training_overhead

@@ -6,6 +6,7 @@ each is met or missed) and bench/results.json (the raw figures).
 
     ./tools/bench            # installs bench/requirements.txt into .venv first
     .venv/bin/python bench/suite.py [--quick]
+    ./tools/bench --only pointcloud   # re-measure the point-cloud comparison, keep the rest
 
 Not a test: nothing here asserts a duration.
 """
@@ -24,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+import pointcloud_suite
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -36,6 +38,22 @@ def run_case(*args, timeout: int = 1800) -> dict:
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def load(path) -> dict:
+    """Saved figures; JSON made the points table's integer keys strings. Figures of the
+    point-cloud paths in the format before bench/pointcloud_suite.py are dropped."""
+    res = json.loads(Path(path).read_text())
+    for key in ("points", "profile"):  # now inside res["pointcloud"]
+        res.pop(key, None)
+    res["latency"] = {k: v for k, v in res.get("latency", {}).items() if not k.startswith("pointcloud")}
+    pc = res.get("pointcloud", {})
+    pc["points"] = {int(k): v for k, v in pc.get("points", {}).items()}
+    return res
 
 
 def summary(times) -> dict:
@@ -102,17 +120,26 @@ def main() -> None:
     ap.add_argument("--json", default=str(HERE / "results.json"))
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the report from the figures already in --json (no measuring)")
+    ap.add_argument("--only", choices=("pointcloud",),
+                    help="measure only this section; the others keep their figures from --json")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="processes per path for the floor and Caliper's point cloud (interleaved)")
     a = ap.parse_args()
     if a.render_only:
-        saved = json.loads(Path(a.json).read_text())
-        for key in ("points", "profile"):  # JSON made their integer keys strings
-            saved[key] = {int(k): v for k, v in saved.get(key, {}).items()}
-        Path(a.out).write_text(render(saved))
+        Path(a.out).write_text(render(load(a.json)))
         print(f"wrote {a.out} from {a.json}")
         return
     reps = 5 if a.quick else 15
+    if a.only == "pointcloud":
+        res = load(a.json)
+        pc = res["pointcloud"] = pointcloud_suite.measure(run_case, summary, reps, a.rounds, log)
+        pc.update(quick=a.quick, machine=machine(), versions=versions())
+        Path(a.json).write_text(json.dumps(res, indent=2, default=float))
+        Path(a.out).write_text(render(res))
+        print(f"wrote {a.out} and {a.json} (point-cloud section measured, the rest kept)")
+        return
     res: dict = {"date": datetime.date.today().isoformat(), "quick": a.quick, "machine": machine(),
-                 "versions": versions(), "latency": {}, "points": {}, "memory": {}}
+                 "versions": versions(), "latency": {}, "memory": {}}
 
     def latency(key, *args, slow=False):
         r = run_case(*args, "--repeats", max(5, reps // 3) if slow else reps)
@@ -121,26 +148,14 @@ def main() -> None:
         res["latency"][key] = r
         print(f"{key}: {r.get('median_ms', r.get('error'))}", file=sys.stderr)
 
-    for n, label in ((2000, "2k"), (100_000, "100k"), (1_000_000, "1M")):
-        big = n >= 1_000_000
-        for mode in ("zero-copy", "ordinary", "staging"):
-            latency(f"pointcloud {label} · caliper {mode}", "caliper", "--n", n, "--mode", mode)
-        latency(f"pointcloud {label} · matplotlib round trip", "matplotlib", "--n", n, slow=big)
-        latency(f"pointcloud {label} · fastplotlib offscreen", "fastplotlib", "--n", n, slow=big)
+    res["pointcloud"] = pointcloud_suite.measure(run_case, summary, reps, a.rounds, log)
+    res["pointcloud"]["quick"] = a.quick
     for mode in ("zero-copy", "ordinary", "staging"):
         latency(f"heatmap 512² · caliper {mode}", "caliper", "--view", "heatmap", "--n", 512,
                 "--mode", mode)
     latency("heatmap 512² · matplotlib round trip", "matplotlib", "--view", "heatmap", "--n", 512)
     latency("heatmap 512² · tensorboard round trip", "tensorboard", "--n", 512, slow=True)
     latency("heatmap 512² · fastplotlib offscreen", "fastplotlib", "--view", "heatmap", "--n", 512)
-    for n in (1_000_000, 10_000_000):
-        r = run_case("points", "--n", n, "--repeats", reps)
-        if "times" in r:
-            s, f = summary(r["times"]), summary(r["memcpy"])
-            r = {**s, "points_per_s": n / (s["median_ms"] / 1e3), "memcpy_ms": f["median_ms"],
-                 "memcpy_points_per_s": n / (f["median_ms"] / 1e3)}
-        res["points"][n] = r
-        print(f"points {n}: {r}", file=sys.stderr)
     res["training"] = run_case("training", "--repeats", 200 if a.quick else 600, timeout=3600)
     res["training_gpt"] = run_case("training_gpt", "--repeats", 30 if a.quick else 60, timeout=3600)
     res["dashboard"] = dashboard_cases(8 if a.quick else 20, 3 if a.quick else 5)
@@ -148,7 +163,6 @@ def main() -> None:
     res["cpu_per_panel"] = {n: run_case("cpu_per_panel", "--n", n, "--repeats", 30) for n in (1, 10, 50)}
     for mode in ("zero-copy", "staging"):
         res["memory"][mode] = run_case("memory", "--n", 1_000_000, "--mode", mode)
-    res["profile"] = {n: run_case("profile", "--n", n, "--repeats", reps) for n in (2000, 1_000_000)}
     Path(a.json).write_text(json.dumps(res, indent=2, default=float))
     Path(a.out).write_text(render(res))
     print(f"wrote {a.out} and {a.json}")
@@ -173,18 +187,24 @@ def render(res: dict) -> str:
         "medians ± interquartile range in milliseconds. Nothing in the test suite asserts a duration. "
         "On the 2-core VM these figures come from, fresh processes running identical paths differ by "
         "up to 1.5× (lavapipe's worker threads share the two cores with Python): read ratios near 1 "
-        "as equal.",
+        "as equal."
+        + (f" The point-cloud section was measured on its own (`--only pointcloud`), on the machine "
+           f"named there; the other sections on {res['date']} on this one:"
+           if res.get("pointcloud", {}).get("machine") else ""),
         "",
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, {m['os']}, Python {m['python']}",
         f"- Vulkan device: {m['device']['name']} ({m['device']['kind']}), driver {m['device']['driver']}, "
         f"Vulkan {m['device']['vulkan']}",
         "- Packages: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()),
         "",
-        "## Update latency",
+    ]
+    lines += pointcloud_suite.lines(res.get("pointcloud", {}))
+    lines += [
+        "## Heatmap update latency",
         "",
         "From \"the tensor has new values\" to \"an RGBA frame of them exists in host memory\" "
-        "(file-based paths: to \"a consumer has decoded it\"). 800×600 frames; point clouds carry "
-        "positions and labels. Ratios are the path's median over Caliper zero-copy's.",
+        "(file-based paths: to \"a consumer has decoded it\"). Ratios are the path's median over "
+        "Caliper zero-copy's.",
         "",
         "| case | median ms | × Caliper zero-copy |",
         "|---|---|---|",
@@ -200,15 +220,7 @@ def render(res: dict) -> str:
     lines += ["", "TensorBoard's `SummaryWriter` flushes every 120 s by default (`flush_secs`); the "
               "round trip above flushes explicitly after each `add_image`, the best case for it. "
               "TensorBoard has no point-cloud image path (its projector writes TSV files for a "
-              "browser), so it appears only for the heatmap.", "",
-              "## Points per second", "", "| points | Caliper update + frame | points/s | memcpy of the "
-              "same bytes | memcpy points/s |", "|---|---|---|---|---|"]
-    for n, r in res["points"].items():
-        if "median_ms" in r:
-            lines.append(f"| {int(n):,} | {_ms(r)} | {r['points_per_s']:.3g} | {r['memcpy_ms']:.2f} ms "
-                         f"| {r['memcpy_points_per_s']:.3g} |")
-        else:
-            lines.append(f"| {int(n):,} | failed: {r.get('error')} | | | |")
+              "browser), so it appears only for the heatmap.", ""]
     t = res["training"]
     lines += ["", "## Training overhead", ""]
     if "ratio" in t:
@@ -245,20 +257,6 @@ def render(res: dict) -> str:
               "\"device\" memory is host memory, so it shows in RSS too. The dashboard's peak RSS "
               "holding a million-step run is under Dashboard below.", ""]
     lines += dashboard_lines(res.get("dashboard", {}))
-    lines += ["## Where the time goes", "",
-              "GPU milliseconds per pass of one zero-copy point-cloud frame (800×600, point size 2), "
-              "from Vulkan timestamps (`Canvas.profile()`):", "",
-              "| points | " + " | ".join(k for k in next(iter(res["profile"].values()), {})) + " |",
-              "|---|" + "---|" * len(next(iter(res["profile"].values()), {}))]
-    for n, r in res["profile"].items():
-        if "error" not in r:
-            lines.append(f"| {int(n):,} | " + " | ".join(f"{v:.2f}" for v in r.values()) + " |")
-    lines += ["", "`pointcloud clears` fills the depth buffer (and, for a small cloud, copies the "
-              "panel's background in); `pointcloud splat` is the projection and one 64-bit "
-              "`atomicMin` per covered pixel; the colour pass is `PointCloud reads` for a small cloud "
-              "(per point: each point colours the pixels it won) or `PointCloud` for a large one (per "
-              "pixel over the whole panel, a fixed cost); `readback` copies the frame to host "
-              "memory.", ""]
     lines += targets(res)
     return "\n".join(lines) + "\n"
 
@@ -355,29 +353,14 @@ def dashboard_lines(d: dict) -> list[str]:
 
 
 def targets(res: dict) -> list[str]:
-    lat = res["latency"]
-
-    def ratio(size, peer):
-        a, b = lat.get(f"pointcloud {size} · {peer}", {}), lat.get(f"pointcloud {size} · caliper zero-copy", {})
-        return a["median_ms"] / b["median_ms"] if "median_ms" in a and "median_ms" in b else float("nan")
-
-    pps = res["points"].get(1_000_000, {}).get("points_per_s", float("nan"))
     cpu = max((r.get("cpu_ms_per_panel", float("nan")) for r in res["cpu_per_panel"].values()),
               default=float("nan"))
     tr = res["training"].get("ratio", float("nan"))
     zc = res["memory"].get("zero-copy", {})
     copies = zc.get("vk_allocated_delta", 0) >= zc.get("tensor_bytes", 1)
-    rows = [
-        ("≥ 10× faster than the matplotlib round trip at 2k", ratio("2k", "matplotlib round trip"), 10),
-        ("≥ 60× faster than the matplotlib round trip at 1M", ratio("1M", "matplotlib round trip"), 60),
-        ("≥ 6× faster than fastplotlib at 2k", ratio("2k", "fastplotlib offscreen"), 6),
-        ("≥ 20× faster than fastplotlib at 1M", ratio("1M", "fastplotlib offscreen"), 20),
-        ("≥ 50 M points/s at 1M points", pps / 1e6, 50),
-    ]
     out = ["## Targets", "", "| target | measured | verdict |", "|---|---|---|"]
-    for name, got, want in rows:
-        verdict = "met" if got >= want else f"missed by {want / got:.1f}×" if got == got else "not measured"
-        out.append(f"| {name} | {got:.1f} | {verdict} |")
+    out += [f"| {name} | {got} | {verdict} |"
+            for name, got, verdict in pointcloud_suite.targets(res.get("pointcloud", {}))]
     out.append(f"| Python CPU ≤ 150 µs per frame per panel | {cpu * 1000:.0f} µs (worst of 1/10/50 panels) | "
                + ("met" if cpu <= 0.150 else f"missed by {cpu / 0.150:.1f}×") + " |")
     tr60 = res["training"].get("ratio_60fps", float("nan"))
@@ -407,18 +390,10 @@ def targets(res: dict) -> list[str]:
 def bounds(res: dict) -> list[str]:
     """What bounds each missed target (from profiles taken while the targets were worked on;
     the figures quoted are this run's)."""
-    big = res.get("profile", {}).get(1_000_000, res.get("profile", {}).get("1000000", {}))
-    splat, resolve = big.get("pointcloud splat", float("nan")), big.get("PointCloud", float("nan"))
     cur = res.get("dashboard", {}).get("cursor", {})
     return [
         "", "## What bounds the missed targets", "",
-        f"- **1M points (against fastplotlib, and points per second).** The splat is {splat:.0f} ms of "
-        f"the frame: lavapipe runs each point's three storage loads and one 64-bit `atomicMin` per "
-        f"covered pixel lane by lane on the CPU (without the atomics the pass costs about half). The "
-        f"per-pixel colour pass is a fixed {resolve:.0f} ms over the panel, and the host's float64 "
-        "bounding-box fit of the moving cloud (it decides the framing exactly) 4–6 ms. Tried without "
-        "gain, all giving the same bytes: splatting centres only, testing the depth before each "
-        "atomic, a colour per heatmap cell. On a GPU these passes take microseconds.",
+        *pointcloud_suite.bounds(res.get("pointcloud", {})),
         "- **Python CPU with one panel.** The fixed per-frame work (one submission of two batches, the "
         "fence, the timeline signal, the status) plus the point cloud's float64 fit of its 2,000 "
         "points, which runs cache-cold after the wait for the previous frame (about 90 µs; 30 µs "

@@ -37,9 +37,15 @@ class ComputePipeline:
         ``"buffer"``, ``"uniform"`` or ``"image"`` for bindings 0, 1, ...
     name : str
         For error messages.
+    specialization : dict of int to int, optional
+        Values of the module's ``layout(constant_id = k) const uint`` constants (32-bit
+        unsigned). The driver compiles the pipeline with them folded in, so a branch on
+        one costs nothing at run time: a CPU implementation (lavapipe) otherwise runs
+        every side of a branch.
     """
 
-    def __init__(self, device: Device, spirv: bytes, bindings, name: str = "compute"):
+    def __init__(self, device: Device, spirv: bytes, bindings, name: str = "compute",
+                 specialization: dict | None = None):
         self.device = device
         self.name = name
         self.bindings = tuple(bindings)
@@ -47,6 +53,8 @@ class ComputePipeline:
         if unknown:
             raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
         limits.check_pipeline(device.info, spirv, self.bindings, name)
+        self.specialization = dict(specialization or {})
+        spec = _specialization_info(self.specialization) if self.specialization else None
         dev = device.handle
         code = ffi.new("char[]", bytes(spirv))
         self.module = vk.vkCreateShaderModule(
@@ -83,6 +91,7 @@ class ComputePipeline:
             stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
             module=self.module,
             pName="main",
+            pSpecializationInfo=spec,
         )
         info = new("VkComputePipelineCreateInfo", stage=stage, layout=self.layout,
                    basePipelineIndex=-1)
@@ -111,6 +120,19 @@ class ComputePipeline:
             vk.vkDestroyShaderModule(dev, module, None)
 
         self.device.retire(destroy)
+
+
+def _specialization_info(values: dict):
+    """A ``VkSpecializationInfo`` of 32-bit unsigned constants (``constant_id -> value``)."""
+    ids = sorted(values)
+    bad = [k for k in ids if not 0 <= int(values[k]) <= 0xFFFFFFFF]
+    if bad:
+        raise ValueError(f"specialization constants {bad} do not fit a 32-bit unsigned int")
+    data = ffi.new("uint32_t[]", [int(values[k]) for k in ids])
+    entries = [new("VkSpecializationMapEntry", constantID=k, offset=4 * i, size=4)
+               for i, k in enumerate(ids)]
+    return new("VkSpecializationInfo", mapEntryCount=len(ids), pMapEntries=entries,
+               dataSize=4 * len(ids), pData=data)
 
 
 class DescriptorSet:

@@ -137,3 +137,49 @@ def test_validation_layer_reports_errors():
         assert any("vkCmdFillBuffer" in e for e in dev.instance.validation_errors)
     dev.instance.close()
     del VALIDATION_LOG[before:]  # the deliberate errors of this control are not the suite's
+
+
+SPEC_SHADER = """#version 450
+layout(local_size_x = 4) in;
+layout(constant_id = 0) const uint A = 1u;
+layout(constant_id = 3) const uint B = 2u;
+layout(std430, binding = 0) buffer Out { uint out_[]; };
+void main() { out_[gl_GlobalInvocationID.x] = A * 1000u + B; }
+"""
+
+
+@pytest.fixture(scope="module")
+def spec_spirv():
+    from caliper_vk.engine import shaders
+
+    try:
+        return shaders.compile_glsl(SPEC_SHADER, "spec_test.comp")
+    except shaders.CompilerMissingError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("spec, want", [(None, 1002), ({0: 7}, 7002), ({0: 7, 3: 0xFFFFFFFF}, 6999)])
+def test_specialization_constants_reach_the_shader(device, spec_spirv, spec, want):
+    """ComputePipeline(specialization=...) sets a module's constant_id constants (ids need not
+    be contiguous; unset ones keep their defaults)."""
+    from caliper_vk.engine import ComputePipeline, Recorder
+
+    pipe = ComputePipeline(device, spec_spirv, ["buffer"], "spec test", specialization=spec)
+    with Buffer(device, 16) as buf:
+        dset = pipe.bind([buf])
+        rec = Recorder(device).begin()
+        rec.dispatch(dset, 1)
+        rec.host_barrier()
+        rec.end()
+        device.wait(device.submit([rec.handle]))
+        assert buf.view(np.uint32, 4).tolist() == [want & 0xFFFFFFFF] * 4
+        rec.close()
+        dset.close()
+    pipe.close()
+
+
+def test_specialization_values_must_fit_32_bits(device, spec_spirv):
+    from caliper_vk.engine import ComputePipeline
+
+    with pytest.raises(ValueError, match="32-bit unsigned"):
+        ComputePipeline(device, spec_spirv, ["buffer"], specialization={0: -1})

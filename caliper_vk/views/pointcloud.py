@@ -37,6 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import chrome, colormaps
+from ..engine import ComputePipeline, shaders
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
@@ -91,28 +92,88 @@ def _ftz32(v: float) -> float:
     return 0.0 if abs(v) < 1.1754943508222875e-38 else v  # below the smallest normal float32
 
 
-def _max_square_distance(cols: np.ndarray, c: np.ndarray) -> float:
-    """``max over points of sum_k float64(cols[k] - c[k]) ** 2`` (coordinates as rows),
-    exactly: the fit's radius.
+# The live fit of a large cloud reads the (N, dim) positions in place, in blocks that stay in
+# cache, instead of making a transposed copy first (half its time at 1M points).
+FIT_LARGE = 50_000  # points from which the blocked path runs (below it, the column path is faster)
+FIT_ROW = 4096  # points per row of the extremes' reduction: one long contiguous inner loop
+FIT_BLOCK = 1 << 15  # points per block of the distance screen (its temporaries: 384 KiB)
+FIT_TILE = 256  # the screen subtracts the centre repeated this many times: a contiguous inner loop
 
-    A large cloud first takes the sums in float32 (a fraction of the float64 passes' time),
-    then evaluates the float64 sums only for the points within 1e-5 of the float32 maximum:
-    float32 rounding moves a sum by under 1e-6 relative, so the float64 maximum is among them.
-    Sums that could overflow or lose precision in float32 take the plain float64 path."""
-    diffs = cols - c.reshape(-1, 1)  # float32: the very terms the float64 sum squares
-    if diffs.shape[1] > 50_000:
+
+def _extremes(pts: np.ndarray, rows: bool) -> tuple[list, list]:
+    """Per-coordinate min and max of the points as float lists (min and max propagate NaN).
+
+    ``rows``: ``pts`` is the C-contiguous (N, dim) array itself, reduced as rows of FIT_ROW
+    points, then each row's points folded (no transposing copy); else ``pts`` holds the
+    coordinates as contiguous columns (dim, N)."""
+    if not rows:
+        return pts.min(axis=1).tolist(), pts.max(axis=1).tolist()
+    n, dim = pts.shape
+    pos = pts
+    flat = pos.reshape(-1)
+    m = n // FIT_ROW * FIT_ROW * dim
+    rows = flat[:m].reshape(-1, FIT_ROW * dim)
+    lo = [np.minimum.reduce(rows, axis=0).reshape(-1, dim).min(axis=0)]
+    hi = [np.maximum.reduce(rows, axis=0).reshape(-1, dim).max(axis=0)]
+    if m < flat.size:
+        rest = flat[m:].reshape(-1, dim)
+        lo.append(rest.min(axis=0))
+        hi.append(rest.max(axis=0))
+    return np.min(lo, axis=0).tolist(), np.max(hi, axis=0).tolist()
+
+
+def _screen(block: np.ndarray, tile: np.ndarray, buf: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """float32 ``sum_k (block[:, k] - c[k]) ** 2`` for each point of a block, into ``out``
+    (``tile``: the centre c repeated FIT_TILE times; ``buf``: scratch for the block)."""
+    k, dim = block.shape
+    d = buf[:k * dim]
+    full = k // FIT_TILE * FIT_TILE * dim
+    np.subtract(block.reshape(-1)[:full].reshape(-1, tile.size), tile, out=d[:full].reshape(-1, tile.size))
+    np.subtract(block[full // dim:], tile[:dim], out=d[full:].reshape(-1, dim))
+    np.multiply(d, d, out=d)
+    d = d.reshape(k, dim)
+    s = out[:k]
+    np.add(d[:, 0], d[:, 1], out=s)
+    for j in range(2, dim):
+        s += d[:, j]
+    return s
+
+
+def _max_square_distance(pts: np.ndarray, c: np.ndarray, rows: bool) -> float:
+    """``max over points of sum_k float64(x_k - c[k]) ** 2``, exactly: the fit's radius
+    (``pts`` and ``rows`` as for :func:`_extremes`).
+
+    A large cloud (``rows``) first takes the sums in float32, block by block (a fraction of
+    the float64 passes' time), then evaluates the float64 sums only for the points within
+    1e-5 of the float32 maximum: float32 rounding moves a sum by under 1e-6 relative, so the
+    float64 maximum is among them. Sums that could overflow or lose precision in float32 take
+    the plain float64 path."""
+    if not rows:  # a small cloud: straight float64 over the columns
+        sq = (pts - c.reshape(-1, 1)).astype(np.float64)  # float32 diffs: the terms squared
+        np.square(sq, out=sq)
+        total = sq[0]  # summed in coordinate order, as the float64 formula does
+        for row in sq[1:]:
+            total = total + row
+        return float(total.max())
+    pos = pts
+    n, dim = pos.shape
+    if n > FIT_LARGE:
+        tile = np.tile(c, FIT_TILE)
+        buf, out = np.empty(FIT_BLOCK * dim, np.float32), np.empty(FIT_BLOCK, np.float32)
+        starts = range(0, n, FIT_BLOCK)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            s = diffs[0] * diffs[0]
-            for d in diffs[1:]:
-                s += d * d
-            top = float(s.max())
-        if 1e-30 < top < 1e30:
-            diffs = diffs[:, np.flatnonzero(s >= np.float32(top * (1 - 1e-5)))]
-    sq = diffs.astype(np.float64)
+            tops = [float(_screen(pos[i:i + FIT_BLOCK], tile, buf, out).max()) for i in starts]
+            top = max(tops)
+            if 1e-30 < top < 1e30:
+                cut = np.float32(top * (1 - 1e-5))
+                pos = np.concatenate([  # the few blocks that hold a candidate, screened again
+                    pos[i:i + FIT_BLOCK][_screen(pos[i:i + FIT_BLOCK], tile, buf, out) >= cut]
+                    for i, t in zip(starts, tops, strict=True) if t >= cut])
+    sq = (pos - c).astype(np.float64)  # float32 differences: the very terms the float64 sum squares
     np.square(sq, out=sq)
-    total = sq[0]  # summed in coordinate order, as the float64 formula does
-    for row in sq[1:]:
-        total = total + row
+    total = sq[:, 0]  # summed in coordinate order, as the float64 formula does
+    for j in range(1, dim):
+        total = total + sq[:, j]
     return float(total.max())
 
 
@@ -240,25 +301,32 @@ class PointCloud(ViewBase):
         if self._fit_cache is None or self.source.live:
             pos = self.positions
             dim = pos.shape[1]
-            # one transposing copy makes every later pass contiguous (strided columns of an
-            # (N, 3) array are 3-4x slower to reduce, and min(axis=0) is ~20x slower)
-            cols = np.ascontiguousarray(pos.T)
+            # a large cloud is read in place by blocks; a small one as one transposed copy,
+            # which makes every later pass contiguous (strided columns of an (N, 3) array are
+            # 3-4x slower to reduce, and min(axis=0) is ~20x slower)
+            rows = pos.shape[0] >= FIT_LARGE
+            pts = np.ascontiguousarray(pos) if rows else np.ascontiguousarray(pos.T)
+            count = pts.shape[0] if rows else pts.shape[1]
             radius = None
-            lo = cols.min(axis=1).tolist() if cols.shape[1] else []
-            hi = cols.max(axis=1).tolist() if cols.shape[1] else []
+            lo, hi = _extremes(pts, rows) if count else ([], [])
             if not all(map(math.isfinite, lo + hi)):
                 # min and max propagate NaN and an Inf is an extreme: only now look per point
-                cols = np.ascontiguousarray(cols[:, np.isfinite(cols).all(axis=0)])
-                lo = cols.min(axis=1).tolist() if cols.shape[1] else []
-                hi = cols.max(axis=1).tolist() if cols.shape[1] else []
-            if cols.shape[1]:
+                if rows:
+                    pts = pts[np.isfinite(pts).all(axis=1)]
+                    rows = pts.shape[0] >= FIT_LARGE
+                    pts = np.ascontiguousarray(pts if rows else pts.T)
+                else:
+                    pts = np.ascontiguousarray(pts[:, np.isfinite(pts).all(axis=0)])
+                count = pts.shape[0] if rows else pts.shape[1]
+                lo, hi = _extremes(pts, rows) if count else ([], [])
+            if count:
                 # ftz is monotone, so flushing the extremes equals the extremes of flushed data
                 lo = [_ftz32(v) for v in lo]
                 hi = [_ftz32(v) for v in hi]
                 # the smallest sphere about the box centre that holds every point: tighter
                 # than the box's half-diagonal, whose corners are usually empty
                 c = np.array([(a + b) / 2 for a, b in zip(lo, hi, strict=True)], np.float32)
-                radius = math.sqrt(_max_square_distance(cols, c)) * 1.001
+                radius = math.sqrt(_max_square_distance(pts, c, rows)) * 1.001
             else:
                 lo = hi = [0.0] * dim
             self._fit_cache = (lo, hi, radius)
@@ -320,8 +388,9 @@ class PointCloud(ViewBase):
         return table
 
     def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The colour-table indices of the points ``idx`` (``color_index`` in
-        pointcloud_color.glsl) under the parameter block ``p``."""
+        """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
+        twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
+        :meth:`prepare` when the labels, values or value range change)."""
         if self.labels is not None:
             lab = self.labels[idx]
             return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
@@ -367,17 +436,44 @@ class PointCloud(ViewBase):
         r = self.rect
         n = self.source.shape[0]
         _, base, dtype = self._input("positions", self.source)
-        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        p = self.params(r.width, r.height, r.x, r.y, base, dtype)
+        self._upload("params", p)
+        # the per-point colour indices: made again when the labels or values, the palette or
+        # the value range (VLO, VSCALE) change, never per frame
+        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]))
+        if self._dirty or colors_of != getattr(self, "_colors_of", None):
+            uniform = self.labels is None and self.values is None
+            cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
+            self._upload("point_colors", cidx)
+            self._colors_of = colors_of
         if self._dirty:
-            self._upload("labels", self.labels if self.labels is not None else np.zeros(1, np.uint32))
-            self._upload("values", self.values if self.values is not None else np.zeros(1, np.float32))
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
         self._buffer("stats", 16)
-        if getattr(self, "_recorded", None) != (n, self.per_point(n)):
+        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
             self.stale = True
+
+    def _spec(self, dtype: int) -> tuple:
+        """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
+        SPEC_DIM, declared with the POINTCLOUD block): the words DTYPE, SIZE, MODE and DIM,
+        folded into the pipeline when it is made."""
+        mode = MODE_LABELS if self.labels is not None else (
+            MODE_VALUES if self.values is not None else MODE_UNIFORM)
+        return int(dtype), self.point_size_px, mode, self.source.shape[1]
+
+    def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
+        """The built-in pipeline ``name`` specialised to ``spec`` (made once per device)."""
+        key = ("pipeline", name, spec)
+        p = self.device.cache.get(key)
+        if p is None or p.handle is None:
+            dtype, size, mode, dim = spec
+            p = ComputePipeline(self.device, shaders.load(name), bindings, name=name,
+                                specialization=PC.specialize(SPEC_DTYPE=dtype, SPEC_SIZE=size,
+                                                             SPEC_MODE=mode, SPEC_DIM=dim))
+            self.device.cache[key] = p
+        return p
 
     def record_reads(self, rec) -> None:
         """Depth clear and splat, and the per-point colour pass: the passes that read the
@@ -386,15 +482,16 @@ class PointCloud(ViewBase):
         self._drop_sets()
         n = self.source.shape[0]
         per_point = self.per_point(n)
-        splat = pipeline(self.device, "pointcloud_splat", ["uniform"] + ["buffer"] * 5).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["values"], b["labels"]])
+        spec = self._spec(self._buffers["params"].view(np.uint32, PC.words)[PC.DTYPE])
+        splat = self._pipeline("pointcloud_splat", ["uniform"] + ["buffer"] * 4, spec).bind(
+            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["point_colors"]])
         if per_point:
-            color = pipeline(self.device, "pointcloud_paint", ["uniform"] + ["buffer"] * 5 + ["image"]).bind(
-                [b["params"], self._bound["positions"], b["depth"], b["labels"], b["values"], b["colors"],
+            color = self._pipeline("pointcloud_paint", ["uniform"] + ["buffer"] * 4 + ["image"], spec).bind(
+                [b["params"], self._bound["positions"], b["depth"], b["point_colors"], b["colors"],
                  self.target])
         else:
-            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
-                [b["params"], b["depth"], b["colors"], self.target])
+            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], b["depth"], b["colors"]])
         self._sets = [splat, color]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
@@ -409,13 +506,17 @@ class PointCloud(ViewBase):
         if per_point and n:
             rec.barrier()
             rec.dispatch(color, *groups_1d(n))
-        self._recorded = (n, per_point)
+        self._recorded = (n, per_point, spec)
 
     def record(self, rec) -> None:
-        """The per-pixel resolve pass, when it is the colour pass (labels and values are
-        host-staged inputs, not the live tensor)."""
+        """The per-pixel resolve pass, when it is the colour pass (it reads the keys and the
+        colour table, not the live tensor): keys to colours in place, then a copy of those
+        rows into the panel's rectangle of the target."""
         if not self._recorded[1]:
-            rec.dispatch(self._sets[1], -(-self.rect.width // 32), -(-self.rect.height // 8))
+            r = self.rect
+            rec.dispatch(self._sets[1], *groups_1d(r.width * r.height))
+            rec.barrier()
+            rec.copy_buffer_to_image(self._buffers["depth"], self.target, r.x, r.y, r.width, r.height)
         self.stale = False
 
     def finish(self) -> None:

@@ -47,15 +47,21 @@ class ParamBlock:
     layout : ``"uniform"`` or ``"buffer"``
     constants : mapping of name to GLSL literal (``"0u"``, ``"0xFFFFFFFFu"``, ``"3"``)
         Shared constants: emitted as ``#define`` and readable from Python as ints.
+    specialization : sequence of ``(name, default)``
+        Specialisation constants (``layout(constant_id = k) const uint NAME``, k in order):
+        folded into a pipeline when it is made (:meth:`specialize` gives the
+        ``{constant_id: value}`` a ``ComputePipeline`` takes).
     """
 
-    def __init__(self, name: str, prefix: str, fields, layout: str = "uniform", constants=None):
+    def __init__(self, name: str, prefix: str, fields, layout: str = "uniform", constants=None,
+                 specialization=()):
         if layout not in ("uniform", "buffer"):
             raise ValueError(f"layout must be 'uniform' or 'buffer', got {layout!r}")
         self.name, self.prefix, self.layout = name, prefix, layout
         self.fields: tuple[tuple[str, str], ...] = tuple(
             (f, "uint") if isinstance(f, str) else (f[0], f[1]) for f in fields)
         self.constants: dict[str, str] = dict(constants or {})
+        self.specialization: tuple[tuple[str, int], ...] = tuple((n, int(d)) for n, d in specialization)
         seen = set()
         for k, (field, kind) in enumerate(self.fields):
             if kind not in KINDS:
@@ -113,6 +119,14 @@ class ParamBlock:
                 p[k] = int(v) & 0xFFFFFFFF
         return p
 
+    def specialize(self, **values) -> dict[int, int]:
+        """``{constant_id: value}`` for the block's specialisation constants, by name; every one
+        must be given (a pipeline compiled with a default would draw something else)."""
+        names = [n for n, _ in self.specialization]
+        if sorted(values) != sorted(names):
+            raise KeyError(f"{self.name}: specialisation constants are {names}, got {sorted(values)}")
+        return {k: int(values[n]) for k, n in enumerate(names)}
+
     # -- GLSL side ----------------------------------------------------------------------------
     def header(self) -> str:
         """The GLSL header: word offsets, size, constants and the access macros."""
@@ -121,6 +135,8 @@ class ParamBlock:
         out += [f"#define {self.prefix}_{field} {k}" for k, (field, _) in enumerate(self.fields)]
         out.append(f"#define {self.prefix}_VEC4S {self.vec4s}")
         out += [f"#define {c} {literal}" for c, literal in self.constants.items()]
+        out += [f"layout(constant_id = {k}) const uint {n} = {d}u;"
+                for k, (n, d) in enumerate(self.specialization)]
         if self.layout == "uniform":
             out += ["// declared as: layout(std140, binding = 0) uniform Params { uvec4 PV[" +
                     f"{self.prefix}_VEC4S]; }};",
@@ -159,7 +175,9 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
     "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
     "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
-})
+}, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
+    ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
+])
 
 HEATMAP = ParamBlock("heatmap_params", "HM", [
     "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",

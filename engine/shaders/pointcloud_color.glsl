@@ -8,25 +8,17 @@
 // lower colour index and any point of a tie gives the same pixel. EMPTY_KEY is above every
 // key. The constants are declared in params.py (POINTCLOUD).
 //
-// color_index(i): point i's colour as an index into colors[] — its label's palette
-// entry, its value's colormap entry, or a fixed colour. Needs P(), labels[], values[].
+// color_index(i): point i's colour as an index into colors[]: its label's palette entry,
+// its value's colormap entry (or the NaN colour), or a fixed colour. The host makes the
+// per-point indices once per labels or values (PointCloud.color_index, the twin's own
+// rule) into point_colors[]; a uniform cloud reads nothing. Needs point_colors[].
 // key_color(key): the pixel colour of a winning key: the table colour darkened with
 // distance (integer shade from the depth level). Needs P() and colors[].
 // The splat, the per-point paint and the per-pixel resolve all use these.
 
 #ifdef POINT_INPUTS
 uint color_index(uint i) {
-    uint mode = P(PC_MODE);
-    if (mode == MODE_LABELS) {
-        uint label = labels[i];
-        return label == 0xFFFFFFFFu ? COLOR_UNLABELLED : PALETTE_BASE + label % P(PC_NPAL);
-    }
-    if (mode == MODE_VALUES) {
-        float v = values[i];
-        return classify(v) == CLASS_FINITE ? lut_index(ftz(v), f(PC_VLO), f(PC_VSCALE), LUT_SIZE - 1u)
-                                           : COLOR_NAN;
-    }
-    return COLOR_UNIFORM;
+    return SPEC_MODE == MODE_UNIFORM ? COLOR_UNIFORM : point_colors[i];
 }
 #endif
 

@@ -12,10 +12,9 @@ layout(local_size_x = 256) in;
 layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) readonly buffer Depth { uint depth[]; };
-layout(std430, binding = 3) readonly buffer Labels { uint labels[]; };
-layout(std430, binding = 4) readonly buffer Values { float values[]; };
-layout(std430, binding = 5) readonly buffer Colors { uint colors[]; };
-layout(rgba8ui, binding = 6) uniform writeonly uimage2D target;
+layout(std430, binding = 3) readonly buffer PointColors { uint point_colors[]; };
+layout(std430, binding = 4) readonly buffer Colors { uint colors[]; };
+layout(rgba8ui, binding = 5) uniform writeonly uimage2D target;
 
 #define INPUT pos
 #include "input.glsl"

@@ -11,9 +11,9 @@ uint project(uint i, out uint key, out int ix, out int iy) {
     key = 0u;
     ix = 0;
     iy = 0;
-    uint dim = P(PC_DIM);
+    uint dim = SPEC_DIM;
     uint base = P(PC_BASE);
-    uint dtype = P(PC_DTYPE);
+    uint dtype = SPEC_DTYPE;
     float x = load_input(base, dtype, i * dim);
     float y = load_input(base, dtype, i * dim + 1u);
     float z = dim == 3u ? load_input(base, dtype, i * dim + 2u) : 0.0;
@@ -41,14 +41,14 @@ uint project(uint i, out uint key, out int ix, out int iy) {
     return PROJ_NEAR;
 }
 
-// The footprint of a point P(PC_SIZE) = k pixels across, as footprint() in
+// The footprint of a point SPEC_SIZE = k pixels across, as footprint() in
 // caliper_vk/views/pointcloud.py makes it: the offsets (dx, dy), each in
 // foot_lo() .. foot_hi(), with (2dx - e)^2 + (2dy - e)^2 <= k^2, e = 1 for even k.
-// Integer math in the shader: no table to load per offset.
-int foot_lo() { return -((int(P(PC_SIZE)) - 1) / 2); }
-int foot_hi() { return int(P(PC_SIZE)) / 2; }
+// Integer math on a specialisation constant: the compiler unrolls the loops over it.
+int foot_lo() { return -((int(SPEC_SIZE) - 1) / 2); }
+int foot_hi() { return int(SPEC_SIZE) / 2; }
 bool in_footprint(int dx, int dy) {
-    int k = int(P(PC_SIZE));
+    int k = int(SPEC_SIZE);
     int e = 1 - (k & 1);
     return (2 * dx - e) * (2 * dx - e) + (2 * dy - e) * (2 * dy - e) <= k * k;
 }

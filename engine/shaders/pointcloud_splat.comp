@@ -10,8 +10,7 @@ layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
 layout(std430, binding = 2) buffer Depth { uint depth[]; };
 layout(std430, binding = 3) buffer Stats { uint stats[]; };
-layout(std430, binding = 4) readonly buffer Values { float values[]; };
-layout(std430, binding = 5) readonly buffer Labels { uint labels[]; };
+layout(std430, binding = 4) readonly buffer PointColors { uint point_colors[]; };
 
 #define INPUT pos
 #include "input.glsl"
@@ -25,20 +24,19 @@ void main() {
     uint key;
     int ix, iy;
     uint where = project(i, key, ix, iy);
-    if (where == PROJ_NONFINITE) {
-        atomicAdd(stats[ST_NONFINITE], 1u);
-        return;
-    }
-    if (P(PC_MODE) == MODE_VALUES && classify(values[i]) != CLASS_FINITE) {
-        atomicAdd(stats[ST_NONFINITE_VALUES], 1u);
-    }
-    if (where == PROJ_FAR) {  // far outside the panel: not drawn, counted
-        atomicAdd(stats[ST_OFFSCREEN], 1u);
-        return;
-    }
     int w = int(P(PC_W));
     int h = int(P(PC_H));
-    if (ix < 0 || ix >= w || iy < 0 || iy >= h) atomicAdd(stats[ST_OFFSCREEN], 1u);
+    if (SPEC_MODE == MODE_VALUES && where != PROJ_NONFINITE && point_colors[i] == COLOR_NAN) {
+        atomicAdd(stats[ST_NONFINITE_VALUES], 1u);  // a NaN or Inf value
+    }
+    // A point with a NaN/Inf coordinate, or one whose centre is off the panel (beyond the
+    // margin, or near it), is counted, one atomic site for both: on a CPU implementation
+    // every atomic site costs a loop over the lanes, taken or not.
+    bool offscreen = where == PROJ_FAR || ix < 0 || ix >= w || iy < 0 || iy >= h;
+    if (where == PROJ_NONFINITE || offscreen) {
+        atomicAdd(stats[where == PROJ_NONFINITE ? ST_NONFINITE : ST_OFFSCREEN], 1u);
+    }
+    if (where != PROJ_NEAR) return;
     for (int dy = foot_lo(); dy <= foot_hi(); ++dy) for (int dx = foot_lo(); dx <= foot_hi(); ++dx) {
         if (!in_footprint(dx, dy)) continue;
         int px = ix + dx;
