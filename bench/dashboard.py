@@ -106,7 +106,8 @@ def make_run(path) -> dict:
                                        for st in ps]
     run.snapshots = [(int(st), f"step{int(st)}.pt") for st in ps[::10]]
     out = run.save(path / "run.json")
-    return {"run_json_bytes": out.stat().st_size, "write_s": time.perf_counter() - t0,
+    sidecar = sum(p.stat().st_size for p in path.glob("run-*.bin"))
+    return {"run_json_bytes": out.stat().st_size, "sidecar_bytes": sidecar, "write_s": time.perf_counter() - t0,
             "panels": 20, "dense_points": STEPS * len(DENSE)}
 
 

@@ -305,6 +305,7 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
 
 
 ROBUST_SAMPLE = 200_000  # values per series the robust scale is estimated from
+OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
 def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
@@ -346,8 +347,9 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
 def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     """Y limits that ignore outliers, as TensorBoard's "ignore outliers in chart scaling" does:
     the 2nd..98th percentile of the panel's finite measured values, padded by a tenth of that
-    span on each side; None when every value already fits (nothing would be clipped) or there
-    are too few values to call any an outlier. Clipped values are still read by the cursor and
+    span on each side, on each side where some value lies more than OUTLIER_SPANS spans beyond
+    it (else that side keeps the true extreme); None when nothing lies that far, or there are
+    too few values to call any an outlier. Clipped values are still read by the cursor and
     are marked at the plot's edge (see the app)."""
     vals = []
     for run in runs:
@@ -373,11 +375,12 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
                     vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
     if vmin is None or (vmin >= lo and vmax <= hi):
         return None
-    # keep the full range on a side whose extreme is within half a span of the robust edge
+    # keep the full range on a side whose extreme is within two spans of the robust edge: only
+    # far outliers (a spike, a collapse to zero) are put at the edge, never a noisy trace's tails
     span = hi - lo
-    if vmin >= lo - 0.5 * span:
+    if vmin >= lo - OUTLIER_SPANS * span:
         lo = min(lo, vmin)
-    if vmax <= hi + 0.5 * span:
+    if vmax <= hi + OUTLIER_SPANS * span:
         hi = max(hi, vmax)
     return (lo, hi) if (vmin < lo or vmax > hi) else None
 

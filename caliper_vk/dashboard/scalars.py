@@ -149,13 +149,16 @@ class ScalarPanels:
             self._cache[key] = model.flat_limits(self.runs, panel)
         return self._cache[key]
 
-    def _clipped(self, x: np.ndarray, y: np.ndarray, rgb) -> None:
+    def _clipped(self, x: np.ndarray, top: np.ndarray, bottom: np.ndarray, rgb) -> None:
         """Samples outside a robust y range, drawn as triangles on the plot's edge (the cursor
-        still reads their raw values)."""
+        still reads their raw values): ``top`` and ``bottom`` are the samples themselves, or a
+        long trace's per-column maxima and minima (at most a mark per pixel column)."""
         lo, hi = self._clip
-        for sel, edge, marker in ((y > hi, hi, implot.Marker_.up), (y < lo, lo, implot.Marker_.down)):
+        with np.errstate(invalid="ignore"):  # NaN columns have no mark
+            sides = ((top > hi, hi, implot.Marker_.up), (bottom < lo, lo, implot.Marker_.down))
+        for sel, edge, marker in sides:
             if sel.any():
-                implot.plot_scatter(f"clipped##{id(y)}{marker}", x[sel], np.full(int(sel.sum()), edge),
+                implot.plot_scatter(f"clipped##{id(top)}{marker}", x[sel], np.full(int(sel.sum()), edge),
                                     _spec(rgb, marker=marker))
                 self._item("outside the scale: at the edge (the cursor reads them)", (0.85, 0.85, 0.85))
 
@@ -249,8 +252,9 @@ class ScalarPanels:
         else:  # a placeholder is not part of the measured trace
             implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
                              _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
-        if self._clip is not None:
-            self._clipped(x[i0:i1], t["measured"][i0:i1], rgb)
+        if self._clip is not None:  # a long trace: one mark per pixel column, not per sample
+            self._clipped(c, hi, lo, rgb) if reduce else self._clipped(
+                x[i0:i1], t["measured"][i0:i1], t["measured"][i0:i1], rgb)
         if len(t["ph_x"]):
             grey = (0.6, 0.6, 0.6)
             implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
