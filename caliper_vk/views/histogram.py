@@ -79,6 +79,7 @@ class Histogram(RangedView):
         self._frame_history = np.zeros((0, self.bins), np.uint32)
         self._pending = None  # (data version, counts, grid) of the last drawn frame
         self._frame_version = None
+        self.history_note = ""  # older steps left out of the overlay (binned on another grid)
         if data is not None:
             self.set_data(data)
 
@@ -147,7 +148,7 @@ class Histogram(RangedView):
         elif self.history:
             items += [("  ", chrome.DIM), chrome.Swatch(OLD_COLOR),
                       (f" last {self.history} steps (fainter = older)", chrome.DIM)]
-        if getattr(self, "history_note", ""):  # first: older counts on another grid are not shown
+        if self.history_note:  # first: older counts on another grid are not shown
             items = [(self.history_note, chrome.WARNING), *items]
         return items
 
