@@ -116,3 +116,12 @@ def test_only_the_engine_calls_vulkan():
         text = path.read_text()
         assert "import vulkan" not in text, path
         assert "vk.vkCmd" not in text, path
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """A package missing from pyproject's list installs fine editable and is absent from a wheel."""
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {package_of(init) for top in (PKG, "engine") for init in (ROOT / top).rglob("__init__.py")
+             if "gen" not in init.parts}
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
