@@ -1,6 +1,7 @@
 """Build hook: compile the built-in GLSL shaders -- compute (``*.comp``) and the
 overlay's vertex/fragment stages (``*.vert``, ``*.frag``) -- to SPIR-V (validated
-by spirv-val) and bake the glyph atlas from a real font (caliper_vk/assets/glyphs.npz).
+by spirv-val) and bake the glyph atlas from a real font (caliper_vk/assets/glyphs.npz) and
+matplotlib's named colour tables (caliper_vk/assets/colormaps.npz).
 
 The compiled modules land in ``engine/shaders/spv/`` and ship in the wheel as
 package data of ``caliper_vk.engine.shaders``; an installed wheel never needs a
@@ -38,6 +39,9 @@ class BuildPyWithShaders(build_py):
         glyphs = _load("_caliper_glyphs", HERE / "caliper_vk" / "glyphs.py")
         glyphs.bake(glyphs.ASSET)
         self.announce(f"baked the glyph atlas into {glyphs.ASSET.name}", level=2)
+        colormaps = _load("_caliper_colormaps", HERE / "caliper_vk" / "colormaps.py")
+        colormaps.bake(colormaps.ASSET)
+        self.announce(f"baked the colour tables into {colormaps.ASSET.name}", level=2)
         super().run()
 
 

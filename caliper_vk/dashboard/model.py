@@ -238,11 +238,14 @@ def reduce_columns(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: 
     hi = np.full(columns, np.nan)
     full = starts < ends
     if full.any() and len(ys):
-        finite = np.isfinite(ys)
-        big = np.where(finite, ys, np.inf)
-        small = np.where(finite, ys, -np.inf)
-        mins = np.minimum.reduceat(big, starts[full])
-        maxs = np.maximum.reduceat(small, starts[full])
+        mins = np.minimum.reduceat(ys, starts[full])
+        maxs = np.maximum.reduceat(ys, starts[full])
+        if not (np.isfinite(mins).all() and np.isfinite(maxs).all()):
+            # a NaN or an infinity in some column: reduce that series again over its finite
+            # samples only (a column of none stays NaN: a gap)
+            finite = np.isfinite(ys)
+            mins = np.minimum.reduceat(np.where(finite, ys, np.inf), starts[full])
+            maxs = np.maximum.reduceat(np.where(finite, ys, -np.inf), starts[full])
         lo[full] = np.where(np.isfinite(mins), mins, np.nan)
         hi[full] = np.where(np.isfinite(maxs), maxs, np.nan)
     centers = (edges[:-1] + edges[1:]) / 2
@@ -304,7 +307,7 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
 
 
-ROBUST_SAMPLE = 200_000  # values per series the robust scale is estimated from
+ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
@@ -322,6 +325,19 @@ def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
     return lo, hi
 
 
+def measured_extremes(s) -> tuple[float | None, float | None]:
+    """(min, max) of a series' finite measured values (placeholders left out), computed once per
+    value array: the scale decisions of every panel read them, and a million-step column costs
+    milliseconds to scan."""
+    memo = s.__dict__.get("_extremes")
+    if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
+        return memo[2]
+    v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+    out = _finite_extremes(v)
+    s.__dict__["_extremes"] = (s.value, s.placeholder, out)
+    return out
+
+
 def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     """True when every finite value of a scalar panel's series is positive and they span more
     than ``decades`` powers of ten: such a panel opens on a logarithmic axis (a loss spike of
@@ -334,8 +350,7 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
             s = run.metrics.get(k)
             if s is None or not len(s):
                 continue
-            v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-            vmin, vmax = _finite_extremes(v)
+            vmin, vmax = measured_extremes(s)
             if vmin is None:
                 continue
             if vmin <= 0:
@@ -370,7 +385,7 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     for run in runs:  # the true extremes, every sample
         for k in panel.keys:
             if (s := run.metrics.get(k)) is not None and len(s):
-                a, b = _finite_extremes(s.value[~s.placeholder] if s.placeholder.any() else s.value)
+                a, b = measured_extremes(s)
                 if a is not None:
                     vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
     if vmin is None or (vmin >= lo and vmax <= hi):
