@@ -181,7 +181,9 @@ def test_view_without_runs_opens_on_the_first_example(capsys, monkeypatch):
     monkeypatch.setattr(app.Dashboard, "__init__", spy)
     monkeypatch.setattr(app.Dashboard, "save_png", lambda self, out, frames=3: out)
     assert cli.main(["view", "--png", "unused.png"]) == 0
-    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == 7
+    from caliper_vk.runs import EXAMPLES
+
+    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == len(EXAMPLES) == 8
 
 
 def _probe_run(tmp_path):

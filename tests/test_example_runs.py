@@ -26,6 +26,7 @@ from caliper_vk.runs.reverse_transformer import TransformerConfig
 from caliper_vk.runs.reverse_transformer import train as train_transformer
 
 MACHINE = ("time/", "throughput/", "memory/")  # measurements of the generating machine, not of training
+REGRESSION = {"super_resolution"}  # runs with no classes: no confusion matrix, no accuracy
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +50,18 @@ def test_every_bundled_run_loads_complete_and_scrubbed(runs):
         np.testing.assert_array_equal(run.metrics["train/loss"].step, np.arange(1, last + 1))
         epochs = np.arange(0, last + 1, spe)
         np.testing.assert_array_equal(run.metrics["val/loss"].step, epochs)
-        assert [f.step for f in run.confusions["val/confusion"]] == list(epochs)
-        confusion = run.confusions["val/confusion"]
-        assert confusion[-1].matrix.sum() == confusion[0].matrix.sum() and confusion[0].classes is not None
         for frames in run.histograms.values():
             assert [f.step for f in frames] == list(epochs)
             np.testing.assert_array_equal(frames[-1].edges, np.linspace(-3, 3, 13))
-        assert run.metrics["val/accuracy"].unit == "fraction"
         assert run.metrics["throughput/examples_per_s"].unit == "examples/s"
         for _, key in run.snapshots:
             assert (run.source.parent / key).is_file() and (run.source.parent / key).stat().st_size < 50_000
+        if name in REGRESSION:  # tests/test_super_resolution.py checks that run's own metrics
+            continue
+        assert [f.step for f in run.confusions["val/confusion"]] == list(epochs)
+        confusion = run.confusions["val/confusion"]
+        assert confusion[-1].matrix.sum() == confusion[0].matrix.sum() and confusion[0].classes is not None
+        assert run.metrics["val/accuracy"].unit == "fraction"
 
 
 def test_mlp_snapshot_reproduces_recorded_loss_and_hidden_states(runs):

@@ -50,3 +50,17 @@ def test_unpacked_wheel_renders_without_the_source_tree(wheel, tmp_path):
                           cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
+
+
+def test_wheel_ships_every_example_run_with_its_sidecar(wheel):
+    import json
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    runs = sorted((ROOT / "caliper_vk" / "runs" / "examples").glob("*/run.json"))
+    assert len(runs) >= 8
+    for path in runs:
+        rel = path.relative_to(ROOT).as_posix()
+        assert rel in names
+        data = json.loads(path.read_text()).get("data")  # caliper-run/2: the arrays' sidecar
+        if data:
+            assert f"{rel.rsplit('/', 1)[0]}/{data['file']}" in names, rel

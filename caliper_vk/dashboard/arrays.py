@@ -73,10 +73,19 @@ class ArrayPanels:
         return a if a.ndim == 2 else a.reshape(-1, a.shape[-2], a.shape[-1])
 
     @staticmethod
-    def _array_view(a: np.ndarray, ndim: int):
-        """The view of ``_array_data(x)`` for an ``ndim``-dimensional probe ``x``."""
+    def _array_view(a: np.ndarray, ndim: int, kind: str | None = None):
+        """The view of ``_array_data(x)`` for an ``ndim``-dimensional probe ``x``. A probe recorded
+        with ``kind="image"`` is drawn in grey, on [0, 1] when its values lie there (so an input,
+        an upscale and its target read on one scale), else from its own extremes."""
         from ..views import Heatmap, Images
 
+        if kind == "image":
+            fin = a[np.isfinite(a)]
+            unit = fin.size and fin.min() >= 0.0 and fin.max() <= 1.0
+            span = (0.0, 1.0) if unit else "auto"
+            if ndim <= 2:
+                return Heatmap(a, colormap="gray", value_range=span)
+            return Images(a, normalize="shared", colormap="gray", value_range=span)
         if ndim <= 1:
             return Heatmap(a, colormap="viridis")
         if ndim == 2:
@@ -187,7 +196,8 @@ class ArrayPanels:
                     self._raw_scatter(f"##raw{index}_{k}", run, a, size)
                     imgui.end_group()
                     continue
-                tex = self._view_texture(("a", k, key), f.step, lambda d, n=a.ndim: self._array_view(d, n),
+                tex = self._view_texture(("a", k, key), f.step,
+                                         lambda d, n=a.ndim, kind=f.kind: self._array_view(d, n, kind),
                                          self._array_data(a), size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
                 self._cell_readout(("a", k, key), run, key, f, tex.size)

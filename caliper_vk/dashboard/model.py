@@ -75,7 +75,8 @@ def default_panels(runs: list[Run]) -> list[Panel]:
         note = ""
         if "train/loss_epoch_mean" in ks:
             note = "epoch train loss = mean of the recorded step losses"
-        panels.append(Panel(title, "scalar", ks, note, {"group": gid}))
+        for part in _by_unit(runs, ks):
+            panels.append(Panel(title, "scalar", part, note, {"group": gid}))
     rest = [k for k in keys if k not in used and not k.startswith(_SKIP)]
     for k in rest:
         panels.append(Panel(k, "scalar", [k], "", {"group": "other"}))
@@ -86,6 +87,21 @@ def default_panels(runs: list[Run]) -> list[Panel]:
     for name in sorted({k for r in runs for k in r.confusions}):
         panels.append(Panel(f"Confusion {name}", "confusion", [name]))
     return panels
+
+
+def _by_unit(runs: list[Run], keys: list[str]) -> list[list[str]]:
+    """``keys`` split into one list per recorded unit (in order of first appearance), so a panel
+    never puts decibels and an SSIM index on one axis; series without a unit join the first."""
+    units: dict[str | None, list[str]] = {}
+    for k in keys:
+        unit = next((s.unit for r in runs if (s := r.metrics.get(k)) is not None and s.unit), None)
+        units.setdefault(unit, []).append(k)
+    loose = units.pop(None, [])
+    if not units:
+        return [loose]
+    parts = list(units.values())
+    parts[0] = sorted(parts[0] + loose, key=keys.index)
+    return parts
 
 
 @dataclass

@@ -19,13 +19,17 @@ two cores.
                       above its best while training loss falls
 ``sweep_lr1``         learning rate 1: loss spikes into the hundreds, units die, and
                       the run still ends complete with every value finite
+``super_resolution``  x2 ESPCN-style upscaler on generated images: PSNR and SSIM per epoch
+                      beside the bicubic baseline's, on the same panels; image probes
 ===================== ================================================================
 
 Snapshots: the bundled runs keep their ``rec.save`` files (``snapshots/*.pt``,
 state dicts of 4-16 KB each), because a snapshot record must name a file that
-exists; the sweep and the transformer save none. Everything else of a run
-is in its ``run.json``; the crash-safe ``log.jsonl`` it was exported from is
-deleted (see :func:`.common.scrub`, which also removes host names and paths).
+exists; the sweep, the transformer and the super-resolution run save none. Everything
+else of a run is in its ``run.json`` and the sidecar it names (``run-<token>.bin``, the
+arrays; runs recorded before the sidecar existed hold them in the JSON); the crash-safe
+``log.jsonl`` it was exported from is deleted (see :func:`.common.scrub`, which also
+removes host names and paths).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import digits_cnn, digits_mlp, reverse_transformer
+from . import digits_cnn, digits_mlp, reverse_transformer, super_resolution
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -59,6 +63,7 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
     *(Example(name, _mlp(cfg), summary) for (name, cfg), summary in zip(digits_mlp.SWEEP.items(), [
         "sweep: learning rate 1e-5", "sweep: width 2", "sweep: width 256 on 40 examples",
         "sweep: learning rate 1"], strict=True)),
+    Example("super_resolution", super_resolution.train, "x2 super-resolution, PSNR/SSIM against bicubic"),
 ]}
 
 

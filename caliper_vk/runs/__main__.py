@@ -4,8 +4,8 @@
     python -m caliper_vk.runs --only digits_mlp      # one (the option repeats)
     python -m caliper_vk.runs --out /tmp/ex --epochs 1   # the first epoch of each, elsewhere
 
-Each run directory is replaced whole (its ``run.json``, ``log.jsonl`` and
-``snapshots/``); a directory holding anything else is left alone and the
+Each run directory is replaced whole (its ``run.json``, its sidecar ``run-*.bin``,
+``log.jsonl`` and ``snapshots/``); a directory holding anything else is left alone and the
 command stops, so a mistyped ``--out`` cannot delete someone's files.
 """
 
@@ -28,13 +28,21 @@ RUN_FILES = {"run.json", "log.jsonl", "snapshots"}
 def _clear(run_dir: Path) -> None:
     if not run_dir.exists():
         return
-    foreign = sorted(p.name for p in run_dir.iterdir() if p.name not in RUN_FILES)
+    foreign = sorted(p.name for p in run_dir.iterdir() if p.name not in RUN_FILES and not _sidecar(p))
     if foreign:
         raise SystemExit(f"caliper: {run_dir} holds files that are not a recorded run "
                          f"({', '.join(foreign[:5])}); not replacing it — choose another --out")
     (run_dir / "run.json").unlink(missing_ok=True)
     (run_dir / "log.jsonl").unlink(missing_ok=True)
     shutil.rmtree(run_dir / "snapshots", ignore_errors=True)
+    for p in run_dir.iterdir():
+        if _sidecar(p):
+            p.unlink()
+
+
+def _sidecar(p: Path) -> bool:
+    """A ``run.json``'s array sidecar (``run-<token>.bin``, see ``record.runfile``)."""
+    return p.is_file() and p.name.startswith("run-") and p.suffix == ".bin"
 
 
 def _size(run_dir: Path) -> int:
