@@ -92,6 +92,8 @@ def warning_counts(view) -> tuple[int, int]:
 def title_items(panel) -> tuple[list, list]:
     """(left, right) items of a panel's title bar: its name; warnings, then the view's legend."""
     left = [(panel.name, chrome.FOREGROUND)]
+    if getattr(panel, "note", ""):
+        left.append((f"  {panel.note}", chrome.WARNING))
     if panel.error:
         return left, [("stopped: " + panel.error.splitlines()[0], chrome.ERROR)]
     view = panel.view
