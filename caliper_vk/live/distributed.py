@@ -149,6 +149,7 @@ class Gather:
         self._receivers: dict[int, Receiver] = {}
         self._times: list[float] = []
         self.waited_s = 0.0  # the renderer's total wait for other ranks' messages
+        self.written_s = 0.0  # and its total time writing them into the combined tensors
 
     @property
     def session(self):
@@ -328,8 +329,10 @@ class Gather:
                     newly.append(s.stopped)
         for why in newly:
             print(f"caliper: {why}; the other ranks go on", file=sys.stderr)
-        self.waited_s += time.perf_counter() - t0
+        t1 = time.perf_counter()
+        self.waited_s += t1 - t0
         self._write(messages)
+        self.written_s += time.perf_counter() - t1
         self._report(messages)
 
     def _write(self, messages: dict) -> None:

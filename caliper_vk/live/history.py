@@ -124,6 +124,7 @@ class History:
         self.position: int | None = None  # index into frames being shown; None: live
         self._shown: tuple | None = None  # (step, arrays) last read back
         self.redraw_due = False
+        self._canvas = None  # the canvas the shown step was last drawn on
         self.refused = ""  # why the last frame was not kept
         self.copy_s = 0.0  # host time spent recording copies (bench)
 
@@ -304,9 +305,12 @@ class History:
         return left, right
 
     def redraw(self, session) -> bool:
-        """Draw the shown kept step (once per change; :meth:`show`, :meth:`move`)."""
-        if self.position is None or not self.redraw_due or not self.frames:
+        """Draw the shown kept step (once per change — :meth:`show`, :meth:`move` — or when
+        the canvas was made anew: a resized window)."""
+        if self.position is None or not self.frames:
             return False
+        if not self.redraw_due and session.canvas is self._canvas and not session._read_back_next:
+            return False  # shown already (render() asks for a frame anyway)
         frame = self.frames[self.position]
         arrays = self.arrays(frame)
         swapped = []
@@ -325,7 +329,7 @@ class History:
                 restore()
             session._status_time = -1.0  # the live status line comes back at the next frame
         if drawn:
-            self.redraw_due = False
+            self.redraw_due, self._canvas = False, session.canvas
         return drawn
 
     def close(self) -> None:
