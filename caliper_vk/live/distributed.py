@@ -135,8 +135,7 @@ class Gather:
         # communicator could interleave with its collectives differently on each rank
         self.nccl_group = dist.new_group(backend="nccl") if self.nccl else None
         self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots of the probes, event)
-        self._nccl_buffers: dict = {}  # rank -> receive buffers on the renderer's GPU
-        self._nccl_events: dict = {}  # rank -> event after its latest receive
+        self._nccl_buffers: dict = {}  # id(header buffer) -> (receive buffers on the GPU, event)
         self.is_renderer = self.rank == renderer
         self._session = session
         self.probes: list[Probe] = []
@@ -150,6 +149,7 @@ class Gather:
         self._times: list[float] = []
         self.waited_s = 0.0  # the renderer's total wait for other ranks' messages
         self.written_s = 0.0  # and its total time writing them into the combined tensors
+        self._logged: dict = {}  # rank -> the last step whose figures went to the recorder
 
     @property
     def session(self):
@@ -274,7 +274,7 @@ class Gather:
             def recv(buf, src):
                 dist.recv(buf, src=src, group=g, tag=TAG)
                 if self.nccl:
-                    self._recv_nccl(src)
+                    self._recv_nccl(buf, src)
 
             self._receivers[r] = Receiver(r, nbytes, recv, self.cond, self.ranks[r])
             self._receivers[r].start()
@@ -289,21 +289,25 @@ class Gather:
         for o in out:
             self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
 
-    def _recv_nccl(self, src: int) -> None:
-        """Into per-rank receive buffers on the renderer's GPU; the event orders the copy into
-        the combined tensor after them (no host wait)."""
+    def _recv_nccl(self, header, src: int) -> None:
+        """Into receive buffers on the renderer's GPU that travel with ``header`` (the receiver's
+        buffer handoff covers them); their event orders the renderer's copy after the receive,
+        and the receive after the renderer's previous copy out of them (no host wait)."""
         import torch
 
-        bufs = self._nccl_buffers.setdefault(src, [torch.empty_like(p.tensor) for p in self.probes])
-        for b in bufs:
-            self.dist.recv(b.reshape(-1), src=src, group=self.nccl_group)
-        event = torch.cuda.Event()
+        out, event = self._nccl_buffers.get(id(header)) or ([torch.empty_like(p.tensor) for p in self.probes],
+                                                            torch.cuda.Event())
+        torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
+        for o in out:
+            self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
         event.record()
-        self._nccl_events[src] = event
+        self._nccl_buffers[id(header)] = (out, event)
 
     # -- the renderer ---------------------------------------------------------------------------
     def _gather(self) -> None:
-        step = self.step_count
+        """Wait for every rank's message of this step (only when a frame is due: otherwise the
+        renderer does not wait at all), write them into the combined tensors, note who stopped."""
+        step, due = self.step_count, self.session.due(self.step_count)
         me = self.ranks[self.renderer]
         me.step, me.steps_per_s, me.rss_bytes, me.device_bytes = step, self._steps_per_s(), rss_bytes(), \
             self._device_bytes()
@@ -312,18 +316,19 @@ class Gather:
             def ready():
                 return all(rcv.error or self.ranks[r].stopped or self.ranks[r].finished
                            or self.ranks[r].step >= step for r, rcv in self._receivers.items())
-            self.cond.wait_for(ready, timeout=self.timeout_s)
-            messages, newly = {}, []
+            if due:
+                self.cond.wait_for(ready, timeout=self.timeout_s)
+            messages, newly, now = {}, [], time.monotonic()
             for r, rcv in self._receivers.items():
                 s = self.ranks[r]
-                if rcv.latest is not None:
-                    messages[r], rcv.latest = rcv.latest, None
+                if due and rcv.latest is not None:
+                    messages[r] = rcv.take()
                     s.stopped = ""  # it sends (again)
                 if s.stopped or s.finished:
                     continue  # a finished rank's connection closing is no news
                 if rcv.error:
                     s.stopped = f"rank {r} stopped after step {s.step} ({rcv.error})"
-                elif s.step < step:
+                elif (due and s.step < step) or (s.seen and now - s.seen > self.timeout_s):
                     s.stopped = f"rank {r} stopped after step {s.step} (nothing for {self.timeout_s:g} s)"
                 if s.stopped:
                     newly.append(s.stopped)
@@ -331,9 +336,14 @@ class Gather:
             print(f"caliper: {why}; the other ranks go on", file=sys.stderr)
         t1 = time.perf_counter()
         self.waited_s += t1 - t0
-        self._write(messages)
+        try:
+            if due:
+                self._write(messages)
+        finally:
+            for r, buf in messages.items():
+                self._receivers[r].give_back(buf)
         self.written_s += time.perf_counter() - t1
-        self._report(messages)
+        self._report()
 
     def _write(self, messages: dict) -> None:
         import torch
@@ -348,14 +358,20 @@ class Gather:
                                                  "(names, shapes, dtypes, order) on every rank")
                         continue
                     if self.nccl:
-                        torch.cuda.current_stream().wait_event(self._nccl_events[r])
-                        data = self._nccl_buffers[r][self.probes.index(p)].reshape(-1).view(torch.uint8)
+                        out, event = self._nccl_buffers[id(buf)]
+                        torch.cuda.current_stream().wait_event(event)
+                        data = out[self.probes.index(p)].reshape(-1).view(torch.uint8)
                     else:
                         start = HEADER_BYTES + p.offset
                         data = buf[start:start + p.nbytes]
                     p.write(r, self.world, data)
+        if self.nccl:  # the next receive into these buffers waits for the copies just queued
+            for buf in messages.values():
+                self._nccl_buffers[id(buf)][1].record()
 
-    def _report(self, messages: dict) -> None:
+    def _report(self) -> None:
+        """Every panel's title and the status line name the stopped ranks; the recorder gets each
+        rank's throughput and memory at every step it reported."""
         stopped = [s.stopped for s in self.ranks.values() if s.stopped]
         note = "; ".join(stopped)
         for p in self.probes:
@@ -367,8 +383,10 @@ class Gather:
             session.message = ""
         if self.recorder is None:
             return
-        for r in [self.renderer, *messages]:
-            s = self.ranks[r]
+        for r, s in self.ranks.items():
+            if s.step <= self._logged.get(r, -1):
+                continue
+            self._logged[r] = s.step
             values = {f"throughput/rank{r}_steps_per_s": s.steps_per_s,
                       f"memory/rank{r}_rss_bytes": s.rss_bytes}
             if s.device_bytes:

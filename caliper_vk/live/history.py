@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import re
 import time
-import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -86,7 +85,6 @@ class Kept:
     shape: tuple
     offset: int  # in the frame's chunk
     nbytes: int
-    ref: object = None  # a weak reference to the panel
 
 
 @dataclass
@@ -154,8 +152,7 @@ class History:
                 if not n:
                     continue
                 kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
-                            source.array.dtype.str, tuple(source.array.shape), total, n,
-                            weakref.ref(panel))
+                            source.array.dtype.str, tuple(source.array.shape), total, n)
                 inputs.append((kept, source))
                 if source.imported is None:
                     staged.append((kept, source))
@@ -167,6 +164,8 @@ class History:
                             f"{megabytes(self.budget)} budget; raise history=")
             return []
         self.refused = ""
+        if self.frames and self.frames[-1].step == step:
+            self.frames.pop()  # the step drawn again (render()): keep its latest frame
         chunk = self._place(total)
         frame = Frame(step, chunk, total, [k for k, _ in inputs],
                       {p.name: p.view.data_version for p in panels})

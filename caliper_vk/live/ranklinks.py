@@ -106,23 +106,36 @@ class Sender(threading.Thread):
 
 
 class Receiver(threading.Thread):
-    """The renderer's thread for one rank: receives its messages, keeps the latest."""
+    """The renderer's thread for one rank: receives its messages and keeps the latest.
+
+    Three buffers change hands under ``cond``: one being received into, at most one
+    :attr:`latest` (a newer message replaces it), at most one taken by the renderer
+    (:meth:`take`, then :meth:`give_back`), so a buffer is never written while read."""
 
     def __init__(self, rank: int, nbytes: int, recv, cond: threading.Condition, state: RankState):
         super().__init__(name=f"caliper-recv-{rank}", daemon=True)
         import torch
 
         self.rank, self._recv, self.cond, self.state = rank, recv, cond, state
-        self.buffers = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(2)]
+        self.free = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(3)]
         self.latest = None  # the newest complete message not yet taken
         self.error = ""
+
+    def take(self):
+        """The latest message (call with ``cond`` held), or None; give it back after use."""
+        buf, self.latest = self.latest, None
+        return buf
+
+    def give_back(self, buf) -> None:
+        with self.cond:
+            self.free.append(buf)
 
     def run(self) -> None:
         import torch
 
-        i = 0
         while True:
-            buf = self.buffers[i]
+            with self.cond:
+                buf = self.free.pop()
             try:
                 self._recv(buf, self.rank)
             except Exception as exc:
@@ -132,9 +145,10 @@ class Receiver(threading.Thread):
                 return
             h = buf[:HEADER_BYTES].view(torch.float64).tolist()
             with self.cond:
+                if self.latest is not None:
+                    self.free.append(self.latest)  # replaced before the renderer took it
                 self.latest = buf
                 s = self.state
                 s.step, s.steps_per_s, s.rss_bytes, s.device_bytes = int(h[1]), h[4], h[5], h[6]
                 s.seen, s.finished = time.monotonic(), h[7] == 1.0
                 self.cond.notify_all()
-            i ^= 1  # the other buffer: the renderer may still be copying this one
