@@ -183,6 +183,10 @@ def report(r: dict) -> list[str]:
         off, on = g[f"rank{rank}-off"], g[f"rank{rank}-on"]
         lines.append(f"| {what} | {off['train_ms']:.2f} ms | {on['train_ms']:.2f} ms | {on['step_ms']:.3f} ms "
                      f"({on['step_p90_ms']:.3f}) | {on['step_ms'] / on['train_ms']:.2f}× |")
+    if r["load_before"] > 2 or r["load_after"] > 2:
+        lines += ["", "The machine was busy (load above its 2 cores): the training-step medians with and "
+                  "without Caliper, taken in separate processes, differ by more than Caliper's own cost and "
+                  "in either direction; the time inside `caliper_vk.step()` is the figure to read."]
     r0 = g["rank0-on"]
     lines += ["", "Rank 1 pays for copying its probe into a message and handing it to its sender thread. "
               f"Rank 0's time inside `step()` splits into waiting for rank 1's message of the same step "

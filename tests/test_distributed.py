@@ -69,6 +69,7 @@ def test_distributed_two_ranks_under_torchrun_draw_the_concatenated_twin(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     result = check_frames(tmp_path, 2, range(1, 5), artifacts)
     assert not any(result["stopped"].values())
+    assert result["notes"] == ["colour: rank", "ranks 0–1 side by side"]
     run = load_run(tmp_path / "run")
     for r in range(2):  # each rank's throughput and memory, recorded on the rendering rank
         assert len(run.metrics[f"throughput/rank{r}_steps_per_s"]) >= 3

@@ -79,6 +79,7 @@ class Probe:
         self.offset = 0  # in the message payload
         self.combined = None
         self.panel = None
+        self.caption = ""  # the renderer's title note: how the ranks are laid out
 
     def slot(self, rank: int, world: int):
         """``rank``'s part of the combined tensor, as bytes (a uint8 view)."""
@@ -186,11 +187,15 @@ class Gather:
             shape[-1] *= self.world
         device = "cuda" if self.nccl and tensor.device.type == "cuda" else "cpu"
         probe.combined = empty(tuple(shape), tensor.dtype, device)
+        probe.caption = (f"ranks 0–{self.world - 1} side by side" if probe.layout == "side"
+                         else f"ranks 0–{self.world - 1} stacked")
         if view == "pointcloud" and probe.layout == "concat" and "values" not in options:
             n = tensor.shape[0]
             own = options.pop("labels", None)
             options["labels"] = (np.repeat(np.arange(self.world), n) if own is None
                                  else np.tile(np.asarray(own).reshape(-1), self.world))
+            if own is None:
+                probe.caption = "colour: rank"
         probe.panel = self.session.attach(probe.combined, view=view, name=probe.name, **options)
         return probe.panel
 
@@ -375,7 +380,7 @@ class Gather:
         stopped = [s.stopped for s in self.ranks.values() if s.stopped]
         note = "; ".join(stopped)
         for p in self.probes:
-            p.panel.note = note
+            p.panel.note = note or p.caption  # what a stopped rank means comes first
         session = self.session
         if stopped:
             session.message = note
