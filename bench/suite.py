@@ -266,6 +266,10 @@ def render(res: dict) -> str:
               "\"device\" memory is host memory, so it shows in RSS too. The dashboard's peak RSS "
               "holding a million-step run is under Dashboard below.", ""]
     lines += dashboard_lines(res.get("dashboard", {}))
+    if "history_gather" in res:  # measured on its own by bench/history_gather.py
+        import history_gather
+
+        lines += history_gather.report(res["history_gather"])
     lines += targets(res)
     return "\n".join(lines) + "\n"
 

@@ -36,7 +36,15 @@ def session() -> Session:
 
 
 def attach(tensor, view: str = "pointcloud", **options) -> Panel:
-    """Draw ``tensor`` with ``view`` in the default session; see :meth:`Session.attach`."""
+    """Draw ``tensor`` with ``view`` in the default session; see :meth:`Session.attach`.
+    In a torch.distributed job, on every rank: the probes are gathered to the rendering rank
+    (:mod:`caliper_vk.live.distributed`; ``ranks="concat"`` or ``"side"``)."""
+    from .live import distributed
+
+    if distributed.in_job():
+        g = distributed.gather()
+        g.default_session(session)
+        return g.attach(tensor, view=view, **options)
     return session().attach(tensor, view=view, **options)
 
 
@@ -46,7 +54,12 @@ def add(view, name: str | None = None):
 
 
 def step(step: int | None = None) -> bool:
-    """Draw a frame of the default session unless the last is still in flight."""
+    """Draw a frame of the default session unless the last is still in flight (in a
+    distributed job: send this rank's probes, or gather and draw on the rendering rank)."""
+    from .live import distributed
+
+    if distributed._default is not None:
+        return distributed._default.step(step)
     if _session is None:
         return False
     return _session.step(step)

@@ -200,7 +200,7 @@ class Canvas:
         rec.end()
 
     def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),
-               readback: bool = True) -> int:
+               readback: bool = True, reads_extra=()) -> int:
         """Prepare every panel and submit one frame; returns its serial (no CPU wait).
 
         The frame is two batches of one submission. ``wait``/``signal`` (``(semaphore, value)``
@@ -211,7 +211,8 @@ class Canvas:
         ``extra_wait``/``extra_signal``. Call :meth:`finish` once the frame has
         completed (:meth:`done`). ``readback=False`` skips the copy to host
         memory (a live window does not need it; :meth:`read_back` can fetch the
-        frame later).
+        frame later). ``reads_extra`` command buffers run in the first batch after
+        the reads, inside its wait/signal (a live session's history copies there).
         """
         for p in self.panels:
             p.drawable.prepare()
@@ -220,7 +221,7 @@ class Canvas:
             self._record()
         tail = [self._readback_recorder.handle] if readback else []
         self._serial = self.device.submit_batches([
-            ([self._reads_recorder.handle], wait, signal),
+            ([self._reads_recorder.handle, *reads_extra], wait, signal),
             ([self._recorder.handle, *tail, *extra], extra_wait, extra_signal)])
         self.read_back_serial = self._serial if readback else None
         return self._serial

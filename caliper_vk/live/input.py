@@ -2,6 +2,9 @@
 
 Drag rotates and the wheel zooms the point cloud under the cursor; ``R``
 resets its camera, space pauses drawing, ``S`` saves a PNG of the last frame.
+With a history (:mod:`caliper_vk.live.history`), ← and → pause and show the
+kept frame before or after the one shown, Home the oldest kept frame, and End
+(or space while paused) goes back to live.
 Events come from :meth:`caliper_vk.engine.window.Window.poll` in window
 coordinates; panels are found in framebuffer pixels (they differ on HiDPI
 displays).
@@ -33,6 +36,31 @@ def panel_at(panels, window, x: float, y: float):
     return panels[0] if len(panels) == 1 else None
 
 
+def _history_key(code: int) -> str:
+    """``"left"``, ``"right"``, ``"home"``, ``"end"`` for those keys' GLFW codes (GLFW names
+    only printable keys), else ``""``."""
+    import glfw
+
+    return {glfw.KEY_LEFT: "left", glfw.KEY_RIGHT: "right", glfw.KEY_HOME: "home",
+            glfw.KEY_END: "end"}.get(code, "")
+
+
+def rewind_key(session, key: str) -> bool:
+    """Apply a history key to ``session``; False when it is not one (or nothing is kept)."""
+    history = session.history
+    if history is None or key not in ("left", "right", "home", "end"):
+        return False
+    if key == "end":
+        session.live()
+    elif history.frames:
+        if key == "home":
+            history.show(history.steps()[0])
+        else:
+            history.move(-1 if key == "left" else 1)
+        session.paused = True
+    return True
+
+
 def handle(session, events) -> None:
     """Apply window ``events`` to ``session``'s panels, pause state and saved frames."""
     for ev in events:
@@ -46,8 +74,13 @@ def handle(session, events) -> None:
             view.set_camera(zoom=max(0.05, min(50.0, view.camera[2] * 1.1 ** ev.dy)))
         elif ev.kind == "key" and ev.key == "r" and hasattr(view, "reset_camera"):
             view.reset_camera()
+        elif ev.kind == "key" and session.history is not None and _history_key(ev.code):
+            rewind_key(session, _history_key(ev.code))
         elif ev.kind == "key" and ev.key == "space":
-            session.paused = not session.paused
+            if session.paused:
+                session.live()  # back to the live view (from a kept step, too)
+            else:
+                session.paused = True
             session.status_bar.set_text(session.status().line())
         elif ev.kind == "key" and ev.key == "s":
             folder = session.out_dir or Path.cwd()

@@ -47,6 +47,7 @@ class Panel:
         self._tensor = live.tensor  # the storage stays alive while attached (the input holds it too)
         self.protocol = WriteRead(live.sync.timeline, live.sync, ordered=ordered, mirrored=live.record.mirrored)
         self.error: str | None = None
+        self.note = ""  # a line for the title bar (a distributed job: which rank stopped)
         self.closed = False
         self.label, self.notice = chrome_for(self)
         self.title_warnings = (0, 0)

@@ -34,6 +34,7 @@ from ..engine import Canvas, default_device
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
+from .history import DEFAULT_BUDGET, History, parse_budget, save_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
@@ -73,13 +74,19 @@ class Session:
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
         more), no limit offscreen. Frames due to be saved are never held.
+    history : int, str or None
+        Device memory for the input bytes of recent frames (``"256MB"``; 0 or None: off),
+        so that :meth:`rewind` (or pause and ←/→ in the window) shows any kept step exactly
+        as drawn. See :mod:`caliper_vk.live.history`.
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
-                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto"):
+                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
+                 history=DEFAULT_BUDGET):
         check_max_fps(max_fps)
+        budget = parse_budget(history)
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
         self.title = title
@@ -110,6 +117,7 @@ class Session:
         self._status_time = -1.0
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
+        self.history = History(self.device, budget) if budget else None
         self._layout()
 
     # pacing, as attributes people read
@@ -230,7 +238,7 @@ class Session:
                 return False
             self._collect()
         if self.paused:
-            return False
+            return self.history is not None and self.history.redraw(self)
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
         if not self._read_back_next and not self._save_due() and self.pacing.within_interval():
@@ -294,8 +302,9 @@ class Session:
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self.pacing.submitted()
         try:
+            kept = self.history.keep(self.step_count, reading) if self.history else ()
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
-                               extra_signal=binary_signal,
+                               extra_signal=binary_signal, reads_extra=kept,
                                readback=self._save_due() or self._read_back_next)
             if self.window is not None:
                 self.window.present()
@@ -389,6 +398,7 @@ class Session:
                     "display lost" if getattr(self.window, "lost", False) else
                     "window closed" if self.window else "headless"),
             paused=self.paused, message=self.message,
+            history=self.history.summary() if self.history else "",
             producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
             / max(1, sum(p.producer_writes for p in self.panels)))
 
@@ -413,6 +423,24 @@ class Session:
             raise RuntimeError(f"could not draw a frame ({why})")
         return self.flush()
 
+    # -- history (caliper_vk.live.history) ---------------------------------------------------
+    def rewind(self, step: int) -> None:
+        """Pause and show kept ``step`` (drawn at the next ``step()``/``render()``)."""
+        if self.history is None:
+            raise RuntimeError("this session keeps no history; open it with Session(history='256MB')")
+        self.history.show(step)
+        self.paused = True
+
+    def live(self) -> None:
+        """Back to the live view (End in the window)."""
+        if self.history is not None:
+            self.history.show(None)
+        self.paused = False
+
+    def save_history(self, run) -> Path:
+        """Write the kept frames as array probes into a run (a ``Recorder`` or a new run folder)."""
+        return save_history(self, run)
+
     def save_png(self, path) -> Path:
         return self.canvas.save_png(path, self.flush())
 
@@ -423,6 +451,8 @@ class Session:
         for panel in list(self.panels):
             panel._release()
         self.panels.clear()
+        if self.history is not None:
+            self.history.close()
         self.canvas.close()
         self.canvas = None
         if self.window is not None:

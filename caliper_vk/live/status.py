@@ -35,6 +35,7 @@ class Status:
     paused: bool = False
     message: str = ""
     producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
+    history: str = ""  # what the rewind history keeps (``history: steps 760–1000, 96 MB``)
 
     def line(self) -> str:
         parts = [self.device]
@@ -54,6 +55,8 @@ class Status:
         parts.append(f"skipped {self.skipped}")
         if self.max_fps:
             parts.append(f"≤{self.max_fps:g} fps")
+        if self.history:
+            parts.append(self.history)
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
@@ -89,6 +92,8 @@ def warning_counts(view) -> tuple[int, int]:
 def title_items(panel) -> tuple[list, list]:
     """(left, right) items of a panel's title bar: its name; warnings, then the view's legend."""
     left = [(panel.name, chrome.FOREGROUND)]
+    if getattr(panel, "note", ""):
+        left.append((f"  {panel.note}", chrome.WARNING))
     if panel.error:
         return left, [("stopped: " + panel.error.splitlines()[0], chrome.ERROR)]
     view = panel.view

@@ -1,0 +1,429 @@
+"""Rewind: the input bytes of recently drawn frames, kept in device memory.
+
+A live view shows only the present; :class:`History` keeps the past. Every
+frame a session draws also copies each attached panel's input — the bytes the
+view read, in their stored dtype — into a ring of device buffers, with one
+``vkCmdCopyBuffer`` per input recorded into a command buffer that runs in the
+frame's *reads* batch (:meth:`caliper_vk.engine.Canvas.submit`,
+``reads_extra``). That batch waits for the producer's write and signals the
+frame's read value, so the copy sees exactly the bytes the view drew and the
+producer may overwrite the tensor as soon as the copy is done: no host round
+trip on the GPU paths, no CPU wait. An input the renderer stages (its bytes
+are on the host every frame anyway) is written into a host-visible upload
+buffer and copied from there in the same command buffer.
+
+The ring is a list of equal *chunks* (device-local buffers, made as they are
+first needed) that together hold the byte budget; a frame's inputs are packed
+into one chunk. When the ring is full the oldest chunk is reused and the
+frames in it are dropped, so between 15/16 and all of the budget is kept.
+
+Showing a kept step (:meth:`History.redraw`) reads its bytes back to the host
+once (a rewind is not on the training path), puts them in place of each
+panel's source — the same :class:`~caliper_vk.views._source.Source` objects the
+views read, so every view redraws through its ordinary staging path — draws
+one frame without touching the live tensors (no read is booked; training goes
+on writing them), and puts the live sources back. The views are byte-exact
+functions of their input, so the kept frame equals the live frame of that
+step; per-view state that is not a function of the current input (a
+histogram's overlay of older steps) shows as it is now.
+
+:mod:`caliper_vk.live.input` maps space, ←/→, Home and End here; the status
+line's place shows a timeline scrubber while a kept step is shown.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import chrome
+from ..engine import Buffer
+from ..engine.commands import Recorder
+from .panels import Panel
+from .status import title_items
+
+DEFAULT_BUDGET = "64MB"
+CHUNKS = 16  # the ring's chunks; reusing the oldest drops at most 1/16 of the budget
+ALIGN = 16
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20,
+          "gib": 2**30}
+_SCRUB_WIDTH = 240
+
+
+def parse_budget(value) -> int:
+    """Bytes from a budget: an int, ``"256MB"``, ``"1.5GiB"``, ``"0"``; None or 0 is off."""
+    if value is None or value is False:
+        return 0
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"history budget must be >= 0 bytes, got {value}")
+        return int(value)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmg]i?b|b)?\s*", str(value), re.IGNORECASE)
+    if m is None:
+        raise ValueError(f"history={value!r} is not a byte budget; give bytes (an int) or a string "
+                         "such as '256MB', '1GiB' (0 or None turns the history off)")
+    return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
+
+
+@dataclass
+class Kept:
+    """One input of one kept frame: where its bytes are in the ring and what they were."""
+
+    panel: str
+    index: int  # the input's place in panel.inputs
+    view: str
+    dtype: str  # the stored dtype (contract name)
+    np_dtype: str  # the numpy dtype of the stored bytes (bfloat16: uint16)
+    shape: tuple
+    offset: int  # in the frame's chunk
+    nbytes: int
+
+
+@dataclass
+class Frame:
+    """One kept frame: its step, the chunk holding it and its inputs."""
+
+    step: int
+    chunk: int
+    nbytes: int
+    inputs: list = field(default_factory=list)
+    versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
+
+
+class History:
+    """The ring of kept frames of one session (see the module docstring).
+
+    Parameters
+    ----------
+    device : engine Device
+        Borrowed; the ring's buffers live on it.
+    budget : int or str
+        Bytes the ring may hold (:func:`parse_budget`).
+    """
+
+    def __init__(self, device, budget):
+        self.device = device
+        self.budget = parse_budget(budget)
+        self.frames: deque[Frame] = deque()
+        self.chunks: list[Buffer | None] = []
+        self.chunk_size = 0
+        self._chunk = -1  # the chunk being filled
+        self._fill = 0  # bytes used in it
+        self._upload: Buffer | None = None
+        self._recorder: Recorder | None = None
+        self.position: int | None = None  # index into frames being shown; None: live
+        self._shown: tuple | None = None  # (step, arrays) last read back
+        self.redraw_due = False
+        self._canvas = None  # the canvas the shown step was last drawn on
+        self.refused = ""  # why the last frame was not kept
+        self.copy_s = 0.0  # host time spent recording copies (bench)
+
+    # -- keeping -------------------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        return sum(f.nbytes for f in self.frames)
+
+    def keep(self, step: int, panels) -> list:
+        """Record the copies of ``panels``' inputs for the frame about to be submitted at
+        ``step``; returns the command buffers for its reads batch (empty when nothing is
+        kept). Call only when no earlier frame is still in flight."""
+        if self.position is not None:
+            return []  # a kept frame is being shown: nothing new is drawn from live memory
+        try:
+            return self._keep(step, panels)
+        except Exception as exc:  # the ring failed (out of device memory): drawing goes on
+            self.refused = f"{type(exc).__name__}: {exc}"
+            return []
+
+    def _keep(self, step: int, panels) -> list:
+        t0 = time.perf_counter()
+        inputs, staged, total = [], [], 0
+        for panel in panels:
+            for i, (_, source) in enumerate(panel.inputs):
+                n = source.nbytes
+                if not n:
+                    continue
+                kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
+                            source.array.dtype.str, tuple(source.array.shape), total, n)
+                inputs.append((kept, source))
+                if source.imported is None:
+                    staged.append((kept, source))
+                total += -(-n // ALIGN) * ALIGN
+        if not total:
+            return []
+        if total > self.budget:
+            self.refused = (f"a frame's inputs take {megabytes(total)}, over the "
+                            f"{megabytes(self.budget)} budget; raise history=")
+            return []
+        self.refused = ""
+        if self.frames and self.frames[-1].step == step:
+            self.frames.pop()  # the step drawn again (render()): keep its latest frame
+        chunk = self._place(total)
+        frame = Frame(step, chunk, total, [k for k, _ in inputs],
+                      {p.name: p.view.data_version for p in panels})
+        dst = self.chunks[chunk]
+        base = self._fill - total
+        if staged:
+            need = sum(-(-k.nbytes // ALIGN) * ALIGN for k, _ in staged)
+            if self._upload is None or self._upload.size < need:
+                if self._upload is not None:
+                    self._upload.close()
+                self._upload = Buffer(self.device, need)
+        rec = (self._recorder or self._new_recorder()).begin()
+        up = 0
+        for kept, source in inputs:
+            kept.offset += base
+            if source.imported is not None:
+                rec.copy_buffer(source.imported, dst, kept.nbytes, source.imported.offset, kept.offset)
+            else:  # staged: its bytes are on the host this frame anyway
+                self._upload.write(source.raw(), up)
+                rec.copy_buffer(self._upload, dst, kept.nbytes, up, kept.offset)
+                up += -(-kept.nbytes // ALIGN) * ALIGN
+        rec.end()
+        self.frames.append(frame)
+        self.copy_s += time.perf_counter() - t0
+        return [rec.handle]
+
+    def _new_recorder(self) -> Recorder:
+        self._recorder = Recorder(self.device)
+        return self._recorder
+
+    def _place(self, total: int) -> int:
+        """The chunk that takes the next ``total`` bytes (dropping the oldest frames there)."""
+        size = max(total, self.budget // CHUNKS)
+        if size != self.chunk_size:  # the first frame, or frames grew past a chunk: start over
+            self.clear()
+            self.chunk_size = size
+            self.chunks = [None] * max(1, self.budget // size)
+        if self._chunk < 0 or self._fill + total > self.chunk_size:
+            self._chunk = (self._chunk + 1) % len(self.chunks)
+            self._fill = 0
+            while self.frames and self.frames[0].chunk == self._chunk:
+                self.frames.popleft()  # the oldest frames give their chunk up
+            if self.chunks[self._chunk] is None:
+                self.chunks[self._chunk] = Buffer(self.device, self.chunk_size, host_visible=False)
+        self._fill += total
+        return self._chunk
+
+    def clear(self) -> None:
+        """Drop every kept frame and free the ring (deferred until the GPU is done)."""
+        self.frames.clear()
+        for b in self.chunks:
+            if b is not None:
+                b.close()
+        self.chunks, self.chunk_size, self._chunk, self._fill = [], 0, -1, 0
+        self.position, self._shown = None, None
+
+    # -- reading back ----------------------------------------------------------------------
+    def steps(self) -> list[int]:
+        return [f.step for f in self.frames]
+
+    def frame(self, step: int) -> Frame:
+        for f in self.frames:
+            if f.step == step:
+                return f
+        kept = self.steps()
+        where = f"steps {kept[0]}–{kept[-1]}" if kept else "nothing yet"
+        raise KeyError(f"step {step} is not kept (the history holds {where}); rewind to a kept step "
+                       "or raise history= to keep more")
+
+    def arrays(self, frame: Frame) -> dict:
+        """``{(panel name, input index): array}`` of a kept frame (one read back, waits)."""
+        if self._shown is not None and self._shown[0] is frame:
+            return self._shown[1]
+        self.device.wait()
+        back = Buffer(self.device, frame.nbytes, readback=True)
+        rec = Recorder(self.device)
+        try:
+            rec.begin()
+            rec.barrier()
+            start = min(k.offset for k in frame.inputs)
+            rec.copy_buffer(self.chunks[frame.chunk], back, frame.nbytes, start, 0)
+            rec.host_barrier()
+            rec.end()
+            self.device.wait(self.device.submit([rec.handle]))
+            out = {}
+            for k in frame.inputs:
+                raw = back.array[k.offset - start: k.offset - start + k.nbytes].copy()
+                out[(k.panel, k.index)] = raw.view(np.dtype(k.np_dtype)).reshape(k.shape)
+        finally:
+            rec.close()
+            back.close()
+        self._shown = (frame, out)
+        return out
+
+    # -- showing a kept step -----------------------------------------------------------------
+    def show(self, step: int | None) -> None:
+        """Show kept ``step`` from the next frame on (None: back to live)."""
+        if step is None:
+            self.position, self._shown = None, None
+        else:
+            self.position = self.steps().index(self.frame(step).step)
+        self.redraw_due = True
+
+    def move(self, by: int) -> None:
+        """One kept frame back (``by=-1``) or on; from live, ← shows the frame before the last."""
+        if not self.frames:
+            return
+        last = len(self.frames) - 1
+        at = last if self.position is None else self.position
+        self.position = max(0, min(last, at + by))
+        self.redraw_due = True
+
+    def summary(self) -> str:
+        """What is kept, for the status line: ``history: steps 760–1000, 96 MB``."""
+        if self.refused:
+            return f"history: nothing kept ({self.refused})"
+        if not self.frames:
+            return f"history: empty ({megabytes(self.budget)} budget)"
+        return f"history: steps {self.frames[0].step}–{self.frames[-1].step}, {megabytes(self.nbytes)}"
+
+    def scrubber(self) -> tuple[list, list]:
+        """Status-bar items while a kept step is shown: the step, a timeline, the keys."""
+        frame = self.frames[self.position]
+        steps = np.array(self.steps(), np.int64)
+        lo, hi = int(steps[0]), int(steps[-1])
+        w = _SCRUB_WIDTH
+        px = (steps - lo) * (w - 1) // max(hi - lo, 1)
+        colors = np.full(w, 0x302A2A, np.int64)  # steps not kept: dark
+        colors[px] = 0x8C8282  # kept steps: grey
+        at = int((frame.step - lo) * (w - 1) // max(hi - lo, 1))
+        colors[max(0, at - 1): at + 2] = 0x46BEFF  # the shown step (amber, packed ABGR)
+        left = [(f"◄ step {frame.step} ► ", chrome.WARNING), (f"{lo} ", chrome.DIM),
+                chrome.Ramp(tuple(int(c) for c in colors), w), (f" {hi}", chrome.DIM)]
+        right = [(f"{self.position + 1}/{len(self.frames)} kept, {megabytes(self.nbytes)} · ←/→ · End: live",
+                  chrome.DIM)]
+        return left, right
+
+    def redraw(self, session) -> bool:
+        """Draw the shown kept step (once per change — :meth:`show`, :meth:`move` — or when
+        the canvas was made anew: a resized window)."""
+        if self.position is None or not self.frames:
+            return False
+        if not self.redraw_due and session.canvas is self._canvas and not session._read_back_next:
+            return False  # shown already (render() asks for a frame anyway)
+        frame = self.frames[self.position]
+        arrays = self.arrays(frame)
+        swapped = []
+        try:
+            for panel in session.panels:
+                if isinstance(panel, Panel) and not panel.error:
+                    swapped.append(_swap_in(panel, arrays, frame))
+            _title(session.panels, frame.step)
+            session.status_bar.set_items(*self.scrubber())
+            drawn = _submit(session)
+        except Exception as exc:  # a Vulkan error must not stop training
+            session._fault(exc)
+            drawn = False
+        finally:
+            for restore in swapped:
+                restore()
+            session._status_time = -1.0  # the live status line comes back at the next frame
+        if drawn:
+            self.redraw_due, self._canvas = False, session.canvas
+        return drawn
+
+    def close(self) -> None:
+        self.clear()
+        if self._upload is not None:
+            self._upload.close()
+            self._upload = None
+        if self._recorder is not None:
+            self._recorder.close()
+            self._recorder = None
+
+
+def save_history(session, run):
+    """Write ``session``'s kept frames into a run as array probes (see ``Session.save_history``).
+
+    ``run`` is a :class:`~caliper_vk.record.Recorder` (the probes join the run it is recording)
+    or a folder for a new run (written and closed here). Each kept input becomes probe
+    ``live/<panel>`` (``live/<panel>/<i>`` for a panel's further inputs) at its step, with its
+    identity: ``module`` the view, ``example`` the step it was drawn at, ``kind`` ``"live frame"``.
+    bfloat16 is written as the float32 values it decodes to (exactly). Returns the run's folder.
+    """
+    from ..record import Recorder
+
+    history = session.history
+    if history is None:
+        raise RuntimeError("this session keeps no history; open it with Session(history='256MB')")
+    session._wait_idle()
+    own = not hasattr(run, "probe")
+    rec = Recorder(run, config={"source": "caliper_vk live history", "budget_bytes": history.budget}) \
+        if own else run
+    try:
+        for frame in list(history.frames):
+            arrays = history.arrays(frame)
+            for k in frame.inputs:
+                a = arrays[(k.panel, k.index)]
+                if k.dtype == "bfloat16":
+                    a = (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+                name = f"live/{k.panel}" + (f"/{k.index}" if k.index else "")
+                rec.probe(name, a, module=k.view, example=f"drawn at step {frame.step}",
+                          kind="live frame", step=frame.step)
+    finally:
+        history._shown = None
+        if own:
+            rec.close()
+    return rec.dir
+
+
+def _swap_in(panel, arrays: dict, frame: Frame):
+    """Put the kept bytes in place of ``panel``'s sources; returns what puts them back.
+    A panel attached after the step has nothing kept: it shows zeros, and its title says so."""
+    saved = [(s, s.array, s.imported, s.live) for _, s in panel.inputs]
+    version = panel.view.data_version
+    missing = False
+    for i, (_, source) in enumerate(panel.inputs):
+        a = arrays.get((panel.name, i))
+        if a is None or a.shape != source.array.shape or a.dtype != source.array.dtype:
+            a = np.zeros_like(source.array)
+            missing = True
+        source.array, source.imported, source.live = a, None, True
+    panel.view.data_version = frame.versions.get(panel.name, version)
+    panel._history_missing = missing
+
+    def restore():
+        for source, array, imported, live in saved:
+            source.array, source.imported, source.live = array, imported, live
+        panel.view.data_version = version
+        panel._history_missing = False
+    return restore
+
+
+def _title(panels, step: int) -> None:
+    """Every panel's title states the step it shows."""
+    for panel in panels:
+        left, right = title_items(panel)
+        if isinstance(panel, Panel):
+            note = (f"step {step}: not kept  ", chrome.ERROR) if getattr(panel, "_history_missing", False) \
+                else (f"step {step} (kept)  ", chrome.WARNING)
+        else:
+            note = ("live (host-fed, not kept)  ", chrome.DIM)
+        panel.label.set_items(left, [note, *right])  # first on the right: it is cut last
+
+
+def _submit(session) -> bool:
+    """One frame from the swapped sources: no read is booked (the live tensors are not read)."""
+    window = session.window
+    extra, binary_wait, binary_signal = [], [], []
+    if window is not None:
+        if not window.acquire():
+            return False
+        extra = [window.present_commands()]
+        acquired, done = window.frame_semaphores
+        binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
+    session.canvas.submit(extra=extra, extra_wait=binary_wait, extra_signal=binary_signal,
+                          readback=session._read_back_next)
+    if window is not None:
+        window.present()
+    session._inflight = True
+    return True
