@@ -94,6 +94,11 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_render(args) -> int:
+    if args.run is not None:
+        return cmd_render_run(args)
+    if not args.view or not args.input or not args.out:
+        raise UserError("render needs --view, --input and --out (a PNG of one array), or a run "
+                        "directory and -o VIDEO (a video of its array probes)")
     from .engine import Canvas
     from .views import make_view
 
@@ -142,6 +147,24 @@ def cmd_render(args) -> int:
         stats = ", ".join(f"{k} {v}" for k, v in view.stats.items())
         print(f"caliper: wrote {path} ({width}x{height}, {args.view}; {stats}) "
               f"on {canvas.device.info.name}")
+    return 0
+
+
+def cmd_render_run(args) -> int:
+    from .render import render_run
+
+    if args.view or args.input:
+        raise UserError("--view and --input render one array to a PNG; a run directory renders its "
+                        "array probes (choose them with --array)")
+    if not args.out:
+        raise UserError("give the video to write: -o out.mp4 (or .mkv for lossless, .webm)")
+    if not Path(args.run).exists():
+        raise UserError(f"run {args.run!r} does not exist")
+    size = _size(args.size)
+    done = render_run(args.run, args.out, keys=args.array, size=size, fps=args.fps)
+    print(f"caliper: wrote {done['path']} ({done['frames']} frames at {args.fps:g} fps, {size[0]}x{size[1]}, "
+          f"{done['codec']}; probes {', '.join(done['probes'])} of run {done['run']}; the step of each "
+          f"frame: {done['steps']})")
     return 0
 
 
@@ -225,10 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, headless")
-    p.add_argument("--view", required=True, help="pointcloud, heatmap, histogram or curve")
-    p.add_argument("--input", required=True, help="FILE.npy | FILE.npz | FILE.pt")
-    p.add_argument("--out", required=True, help="output PNG path")
+    p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, or a run's array probes "
+                       "to a video, headless")
+    p.add_argument("run", nargs="?", help="a run directory: make a video of its array probes (-o VIDEO)")
+    p.add_argument("--view", help="pointcloud, heatmap, histogram or curve")
+    p.add_argument("--input", help="FILE.npy | FILE.npz | FILE.pt")
+    p.add_argument("-o", "--out", help="output PNG path; with a run, the video (.mp4, .mkv lossless, .webm)")
+    p.add_argument("--array", action="append", help="with a run: the probes to show (repeatable; a name "
+                   "or a unique part of one; default every probe)")
+    p.add_argument("--fps", type=float, default=10.0, help="with a run: video frames per second (default 10)")
     p.add_argument("--size", default="800x600", help="WIDTHxHEIGHT (default 800x600)")
     p.add_argument("--labels", help="pointcloud: a file of integer labels, one per point")
     p.add_argument("--values", help="pointcloud: a file of values, one per point")
