@@ -94,6 +94,7 @@ class Session:
                                         fps=fps, host=host, port=port)
         max_fps = LIVE_FPS if max_fps == "auto" and self.sinks.live else max_fps
         self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
+        self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
         self.title = title
@@ -323,6 +324,7 @@ class Session:
             return False
         self._inflight = True
         self._sink_step = self.step_count if to_sinks else None
+        self.drawn_step = self.step_count
         if self._save_due():
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
         return True

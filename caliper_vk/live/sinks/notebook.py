@@ -120,7 +120,7 @@ class NotebookSink:
         self._events: list[Event] = []
         self._dragging: list = []
         self._css = self.size
-        self._drew_in_cell = False
+        self._snap_step: int | None = None  # the step of the snapshot in the cell's output
         self.widget = CaliperWidget(css_width=f"{self.size[0]}px", css_height=f"{self.size[1]}px",
                                     resizable=False, has_titlebar=False, quality=85)
         self.handle = display(self.widget, display_id=True)
@@ -138,7 +138,6 @@ class NotebookSink:
     def deliver(self, rgba, step: int, status: str) -> None:
         self._sent_time = time.perf_counter()
         self.last, self.last_step = rgba, int(step)
-        self._drew_in_cell = True
         self.widget.send_frame(rgba[..., :3])
 
     def events(self) -> list[Event]:
@@ -161,11 +160,13 @@ class NotebookSink:
         """Put a lossless PNG of the last drawn frame into the cell's saved output."""
         frame, step = self.last, self.last_step
         session = self.session
-        if session is not None and session.canvas is not None and session.frames:
+        if session is not None and session.canvas is not None:
             session._wait_idle()
-            frame, step = session.canvas.read_back(), session.step_count  # the latest frame drawn
+            if session.drawn_step is not None:
+                frame, step = session.canvas.read_back(), session.drawn_step  # the latest frame drawn
         if frame is None:
             return
+        self._snap_step = step
         png = png_bytes(frame)
         b64 = base64.b64encode(png).decode("ascii")
         bundle = self.widget._repr_mimebundle_() or {}
@@ -176,9 +177,12 @@ class NotebookSink:
         data["text/plain"] = f"caliper session, step {step}"
         self.handle.update(data, raw=True)
 
+    def _drew_since_snapshot(self) -> bool:
+        drawn = self.session.drawn_step if self.session is not None else self.last_step
+        return drawn is not None and drawn != self._snap_step
+
     def _cell_done(self, result=None) -> None:
-        if self._drew_in_cell:
-            self._drew_in_cell = False
+        if self._drew_since_snapshot():
             try:
                 self.snapshot()
             except Exception as exc:  # the snapshot is a convenience; say why it is missing
@@ -188,8 +192,7 @@ class NotebookSink:
         if self._shell is not None:
             with contextlib.suppress(ValueError):  # already unregistered
                 self._shell.events.unregister("post_run_cell", self._cell_done)
-        if self._drew_in_cell:
-            self._drew_in_cell = False
+        if self._drew_since_snapshot():
             self.snapshot()
         self.session = None
         self.widget.close()
