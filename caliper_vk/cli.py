@@ -218,6 +218,8 @@ def cmd_view(args) -> int:
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
                    shown=shown, reveal=args.reveal)
+    if args.web:
+        return _serve_view(runs, options, args)
     if args.png or not display_available():
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
@@ -237,6 +239,31 @@ def cmd_view(args) -> int:
     finally:
         dash.close()
         window.close()
+    return 0
+
+
+def _serve_view(runs, options, args) -> int:
+    from .dashboard.app import Dashboard
+    from .dashboard.serve import serve
+    from .web import FrameServer
+
+    if args.png:
+        raise UserError("--web serves the dashboard to a browser; --png writes one image: pick one")
+    dash = Dashboard(runs, size=_size(args.size), **options)
+    try:
+        server = FrameServer(title="caliper view — " + ", ".join(r.name for r in runs)[:120],
+                             host=args.host, port=args.port)
+    except OSError as exc:
+        dash.close()
+        raise UserError(str(exc)) from None
+    try:
+        print("caliper: serving the dashboard; Ctrl-C stops", file=sys.stderr)
+        serve(dash, server)
+    except KeyboardInterrupt:
+        print("caliper: stopped serving", file=sys.stderr)
+    finally:
+        server.close()
+        dash.close()
     return 0
 
 
@@ -286,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("view", help="the training dashboard for recorded runs (a window, or --png)")
+    p = sub.add_parser("view", help="the training dashboard for recorded runs (a window, a browser with "
+                       "--web, or --png)")
     p.add_argument("runs", nargs="*", help="run directories, run.json / log.jsonl files, TensorBoard "
                    "event directories, or directories of runs (default: the bundled example runs)")
     p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
@@ -309,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="loss panels on a logarithmic y axis (each panel also has a 'log y' toggle)")
     p.add_argument("--histograms", default="overlay", choices=["overlay", "offset", "time"],
                    help="histogram panels: overlay (fading by age), offset, or over time")
+    p.add_argument("--web", action="store_true",
+                   help="serve the dashboard to a browser (prints a URL with a token) instead of a window")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="--web: the interface to bind (default 127.0.0.1: this machine only; use ssh -L)")
+    p.add_argument("--port", type=int, default=8765, help="--web: the TCP port (default 8765; 0: any free one)")
     p.set_defaults(func=cmd_view)
     return parser
 

@@ -96,8 +96,9 @@ class Tab:
 
     def wait_for(self, expression: str, timeout: float = 20.0):
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.eval(expression)
+        guarded = f"(() => {{ try {{ return ({expression}); }} catch (e) {{ return false; }} }})()"
+        while time.monotonic() < deadline:  # false while the page is still loading
+            value = self.eval(guarded)
             if value:
                 return value
             time.sleep(0.05)
