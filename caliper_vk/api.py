@@ -1,9 +1,9 @@
 """The module-level live API: ``attach``, ``step``, ``status``, ``empty``.
 
 They act on one default :class:`~caliper_vk.live.Session`, made on the first
-``attach``: a window when a display is available, otherwise offscreen frames
-written to ``caliper-frames/`` every 10 steps. Make a ``Session`` yourself for
-any other arrangement.
+``attach``: inside Jupyter a live widget under the cell, else a window when a
+display is available, otherwise offscreen frames written to ``caliper-frames/``
+every 10 steps. Make a ``Session`` yourself for any other arrangement.
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ def session() -> Session:
     with _lock:
         if _session is None or _session.canvas is None:
             from .live import display_available
+            from .live.sinks.notebook import in_notebook, rfb_available
 
-            if display_available():
+            if in_notebook() and rfb_available():
+                _session = Session()  # the live widget under the cell
+            elif display_available():
                 _session = Session(window=True)
             else:
                 _session = Session(window=False, out_dir="caliper-frames", save_every=10)

@@ -94,6 +94,11 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_render(args) -> int:
+    if args.run is not None:
+        return cmd_render_run(args)
+    if not args.view or not args.input or not args.out:
+        raise UserError("render needs --view, --input and --out (a PNG of one array), or a run "
+                        "directory and -o VIDEO (a video of its array probes)")
     from .engine import Canvas
     from .views import make_view
 
@@ -142,6 +147,24 @@ def cmd_render(args) -> int:
         stats = ", ".join(f"{k} {v}" for k, v in view.stats.items())
         print(f"caliper: wrote {path} ({width}x{height}, {args.view}; {stats}) "
               f"on {canvas.device.info.name}")
+    return 0
+
+
+def cmd_render_run(args) -> int:
+    from .render import render_run
+
+    if args.view or args.input:
+        raise UserError("--view and --input render one array to a PNG; a run directory renders its "
+                        "array probes (choose them with --array)")
+    if not args.out:
+        raise UserError("give the video to write: -o out.mp4 (or .mkv for lossless, .webm)")
+    if not Path(args.run).exists():
+        raise UserError(f"run {args.run!r} does not exist")
+    size = _size(args.size)
+    done = render_run(args.run, args.out, keys=args.array, size=size, fps=args.fps)
+    print(f"caliper: wrote {done['path']} ({done['frames']} frames at {args.fps:g} fps, {size[0]}x{size[1]}, "
+          f"{done['codec']}; probes {', '.join(done['probes'])} of run {done['run']}; the step of each "
+          f"frame: {done['steps']})")
     return 0
 
 
@@ -195,6 +218,8 @@ def cmd_view(args) -> int:
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
                    shown=shown, reveal=args.reveal)
+    if args.web:
+        return _serve_view(runs, options, args)
     if args.png or not display_available():
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
@@ -217,6 +242,31 @@ def cmd_view(args) -> int:
     return 0
 
 
+def _serve_view(runs, options, args) -> int:
+    from .dashboard.app import Dashboard
+    from .dashboard.serve import serve
+    from .web import FrameServer
+
+    if args.png:
+        raise UserError("--web serves the dashboard to a browser; --png writes one image: pick one")
+    dash = Dashboard(runs, size=_size(args.size), **options)
+    try:
+        server = FrameServer(title="caliper view — " + ", ".join(r.name for r in runs)[:120],
+                             host=args.host, port=args.port)
+    except OSError as exc:
+        dash.close()
+        raise UserError(str(exc)) from None
+    try:
+        print("caliper: serving the dashboard; Ctrl-C stops", file=sys.stderr)
+        serve(dash, server)
+    except KeyboardInterrupt:
+        print("caliper: stopped serving", file=sys.stderr)
+    finally:
+        server.close()
+        dash.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caliper", description=(
         "Caliper: watch a network's internal state in the same frame it was computed."))
@@ -225,10 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, headless")
-    p.add_argument("--view", required=True, help="pointcloud, heatmap, histogram or curve")
-    p.add_argument("--input", required=True, help="FILE.npy | FILE.npz | FILE.pt")
-    p.add_argument("--out", required=True, help="output PNG path")
+    p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, or a run's array probes "
+                       "to a video, headless")
+    p.add_argument("run", nargs="?", help="a run directory: make a video of its array probes (-o VIDEO)")
+    p.add_argument("--view", help="pointcloud, heatmap, histogram or curve")
+    p.add_argument("--input", help="FILE.npy | FILE.npz | FILE.pt")
+    p.add_argument("-o", "--out", help="output PNG path; with a run, the video (.mp4, .mkv lossless, .webm)")
+    p.add_argument("--array", action="append", help="with a run: the probes to show (repeatable; a name "
+                   "or a unique part of one; default every probe)")
+    p.add_argument("--fps", type=float, default=10.0, help="with a run: video frames per second (default 10)")
     p.add_argument("--size", default="800x600", help="WIDTHxHEIGHT (default 800x600)")
     p.add_argument("--labels", help="pointcloud: a file of integer labels, one per point")
     p.add_argument("--values", help="pointcloud: a file of values, one per point")
@@ -258,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("view", help="the training dashboard for recorded runs (a window, or --png)")
+    p = sub.add_parser("view", help="the training dashboard for recorded runs (a window, a browser with "
+                       "--web, or --png)")
     p.add_argument("runs", nargs="*", help="run directories, run.json / log.jsonl files, TensorBoard "
                    "event directories, or directories of runs (default: the bundled example runs)")
     p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
@@ -281,6 +337,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="loss panels on a logarithmic y axis (each panel also has a 'log y' toggle)")
     p.add_argument("--histograms", default="overlay", choices=["overlay", "offset", "time"],
                    help="histogram panels: overlay (fading by age), offset, or over time")
+    p.add_argument("--web", action="store_true",
+                   help="serve the dashboard to a browser (prints a URL with a token) instead of a window")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="--web: the interface to bind (default 127.0.0.1: this machine only; use ssh -L)")
+    p.add_argument("--port", type=int, default=8765, help="--web: the TCP port (default 8765; 0: any free one)")
     p.set_defaults(func=cmd_view)
     return parser
 

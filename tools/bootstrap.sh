@@ -3,8 +3,8 @@
 #
 #  - system packages (Debian/Ubuntu, only when missing and running as root):
 #    the Vulkan loader, Mesa's Vulkan drivers (lavapipe), a GLSL compiler,
-#    spirv-tools, the Khronos validation layer, Xvfb, GLFW and DejaVu fonts (the
-#    glyph atlas);
+#    spirv-tools, the Khronos validation layer, Xvfb, GLFW, DejaVu fonts (the
+#    glyph atlas) and Chromium (the browser tests of Session(window="web"));
 #  - .venv/ with the pinned requirements-dev.txt and caliper-vk installed
 #    editable (the build compiles the shaders to SPIR-V).
 # Re-running is cheap: each step is skipped when already done.
@@ -13,7 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 APT_PACKAGES=(libvulkan1 mesa-vulkan-drivers glslc spirv-tools vulkan-validationlayers
-              vulkan-tools xvfb xauth libglfw3 x11-utils fonts-dejavu-core)
+              vulkan-tools xvfb xauth libglfw3 x11-utils fonts-dejavu-core chromium)
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -39,6 +39,7 @@ from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .protocol import book_reads
+from .sinks import LIVE_FPS, open_sinks
 from .status import Status, update_titles
 
 
@@ -54,9 +55,12 @@ class Session:
 
     Parameters
     ----------
-    window : bool or None
+    window : bool, None, "web" or "notebook"
         ``True`` opens a window (GLFW + Vulkan swapchain), ``False`` renders
-        offscreen, ``None`` picks a window when a display is available.
+        offscreen, ``"web"`` serves the frames to browser tabs (``host``, ``port``;
+        the URL with its token is printed and is :attr:`url`), ``"notebook"``
+        shows them in a Jupyter widget; ``None`` picks the notebook inside a
+        Jupyter kernel, else a window when a display is available.
     size : (width, height)
         Window or offscreen canvas size in pixels (the status line takes the bottom 20).
     out_dir : path, optional
@@ -73,20 +77,31 @@ class Session:
         Draw at most this many frames a second: a step() sooner than that after
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
-        more), no limit offscreen. Frames due to be saved are never held.
+        more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
+        saved are never held.
     history : int, str or None
         Device memory for the input bytes of recent frames (``"256MB"``; 0 or None: off),
         so that :meth:`rewind` (or pause and ←/→ in the window) shows any kept step exactly
         as drawn. See :mod:`caliper_vk.live.history`.
+    video : path, optional
+        Write every drawn frame to this video (``.mp4``: H.264; ``.mkv``: lossless
+        FFV1) at ``fps`` frames a second, and its steps to ``PATH.steps.json``.
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
-                 history=DEFAULT_BUDGET):
+                 history=DEFAULT_BUDGET, video=None, fps: float = 30.0, host: str = "127.0.0.1",
+                 port: int = 8765):
         check_max_fps(max_fps)
         budget = parse_budget(history)
+        # frame sinks (a browser, a notebook widget, a video): see .sinks
+        self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
+                                        fps=fps, host=host, port=port)
+        max_fps = LIVE_FPS if max_fps == "auto" and self.sinks.live else max_fps
+        self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
+        self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
         self.title = title
@@ -213,6 +228,8 @@ class Session:
         stopped after a renderer error (:attr:`failed`; training is never interrupted).
         """
         self.step_count = self.step_count + 1 if step is None else int(step)
+        if self.sinks:
+            self.sinks.poll(self)  # a page's drag, wheel and keys, as a window's
         if self.failed:
             if self.window is not None and self.window.alive:
                 with contextlib.suppress(Exception):
@@ -301,11 +318,12 @@ class Session:
             acquired, done = self.window.frame_semaphores
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self.pacing.submitted()
+        to_sinks = bool(self.sinks) and self.sinks.wants_frame()  # read back only for a taker
         try:
             kept = self.history.keep(self.step_count, reading) if self.history else ()
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
                                extra_signal=binary_signal, reads_extra=kept,
-                               readback=self._save_due() or self._read_back_next)
+                               readback=self._save_due() or self._read_back_next or to_sinks)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
@@ -314,6 +332,8 @@ class Session:
                 panel.protocol.abandon(signal)  # no producer may wait for it forever
             return False
         self._inflight = True
+        self._sink_step = self.step_count if to_sinks else None
+        self.drawn_step = self.step_count
         if self._save_due():
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
         return True
@@ -354,6 +374,9 @@ class Session:
             path, self._save_pending = self._save_pending, None
             self.canvas.save_png(path, self.canvas.pixels())
             self.saved.append(path)
+        if self._sink_step is not None:
+            step, self._sink_step = self._sink_step, None
+            self.sinks.deliver(self, self.canvas.pixels(), step)
 
     def _stop_panel(self, panel, why: str) -> None:
         panel.error = why
@@ -444,10 +467,17 @@ class Session:
     def save_png(self, path) -> Path:
         return self.canvas.save_png(path, self.flush())
 
+    @property
+    def url(self) -> str | None:
+        """The page of a ``window="web"`` session (with its token), else None."""
+        web = self.sinks.get("web")
+        return web.url if web is not None else None
+
     def close(self) -> None:
         if self.canvas is None:
             return
         self._wait_idle()
+        self.sinks.close()  # after the last frame was delivered: a video is completed here
         for panel in list(self.panels):
             panel._release()
         self.panels.clear()
