@@ -34,6 +34,7 @@ from ..engine import Canvas, default_device
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
+from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
@@ -73,13 +74,20 @@ class Session:
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
         more), no limit offscreen. Frames due to be saved are never held.
+    budget : float or None
+        The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
+        drawing fewer frames (:mod:`.budget`); None draws every frame it can.
+    min_fps : float
+        However tight the budget, a frame at least this often (the display is never starved).
 
     Use as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
-                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto"):
+                 sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
+                 budget: float | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS):
         check_max_fps(max_fps)
+        self.budget = Budget(budget, min_fps)
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
         self.title = title
@@ -201,9 +209,19 @@ class Session:
         """Draw a frame unless the previous one is still in flight; never waits for it.
 
         Returns True when a frame was submitted, False when drawing was skipped
-        (the skip is counted), the session is paused, the window is gone, or drawing
-        stopped after a renderer error (:attr:`failed`; training is never interrupted).
+        (the skip is counted), held (``max_fps``, the budget), the session is paused, the
+        window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
+        is never interrupted).
         """
+        entered = self.budget.enter()
+        drew = False
+        try:
+            drew = self._step(step)
+        finally:
+            self.budget.leave(entered, drew)
+        return drew
+
+    def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
         if self.failed:
             if self.window is not None and self.window.alive:
@@ -233,7 +251,8 @@ class Session:
             return False
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
-        if not self._read_back_next and not self._save_due() and self.pacing.within_interval():
+        if not self._read_back_next and not self._save_due() and (
+                self.pacing.within_interval() or not self.budget.allows()):
             self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
             return False
         render_thread = threading.get_ident()
@@ -322,8 +341,9 @@ class Session:
         >>> session.step(step)              # doctest: +SKIP
 
         False while the previous frame is still in flight, within ``1/max_fps`` of the
-        last frame, paused, after the window closed or drawing stopped; frames due to be
-        saved are always due.
+        last frame, when a frame would not fit the budget, paused, after the window closed
+        or drawing stopped; frames due to be saved are always due. From a True answer to
+        ``step()`` the time counts as Caliper's (the probe forward it lets the loop skip).
         """
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
@@ -331,10 +351,10 @@ class Session:
         if self.window is not None and (not self.window.alive or self._window_gone):
             return False
         if self._save_due(step):
-            return True
+            return self.budget.due(forced=True)  # its probe still counts as Caliper's time
         if self._inflight and not self.canvas.done():
             return False
-        return not self.pacing.within_interval()
+        return not self.pacing.within_interval() and self.budget.due()
 
     def _collect(self) -> None:
         self.canvas.finish()
@@ -390,7 +410,8 @@ class Session:
                     "window closed" if self.window else "headless"),
             paused=self.paused, message=self.message,
             producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
-            / max(1, sum(p.producer_writes for p in self.panels)))
+            / max(1, sum(p.producer_writes for p in self.panels)),
+            budget=self.budget.label())
 
     def flush(self) -> np.ndarray:
         """Wait for the frame in flight (if any) and return the last frame's pixels."""

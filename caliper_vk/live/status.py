@@ -35,6 +35,7 @@ class Status:
     paused: bool = False
     message: str = ""
     producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
+    budget: str | None = None  # the overhead budget and the share measured (``≤5% of training: 4.1%``)
 
     def line(self) -> str:
         parts = [self.device]
@@ -54,6 +55,8 @@ class Status:
         parts.append(f"skipped {self.skipped}")
         if self.max_fps:
             parts.append(f"≤{self.max_fps:g} fps")
+        if self.budget:
+            parts.append(self.budget)
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
