@@ -9,8 +9,8 @@ import torch
 import caliper_vk as cv
 
 
-def test_offscreen_sessions_draw_every_step_by_default():
-    with cv.Session(window=False, size=(64, 48)) as s:
+def test_offscreen_sessions_without_a_budget_draw_every_step():
+    with cv.Session(window=False, size=(64, 48), budget=None) as s:
         assert s.max_fps is None
         s.attach(torch.randn(8, 8), "heatmap")
         drawn = 0

@@ -125,7 +125,7 @@ def run_async(frames: int, threaded: bool, seed: int = 0):
     rng = random.Random(seed)
     t = cv.empty((ROWS, COLS), dtype=torch.float32)
     seen, writes = [], [0]
-    with cv.Session(window=False, size=(32, 32)) as s:
+    with cv.Session(window=False, size=(32, 32), budget=None) as s:  # every frame it can
         panel = s.attach(t, "heatmap", name="gen")
         stream = panel.protocol.sync
         assert isinstance(stream, SimulatedStream)

@@ -98,7 +98,7 @@ def test_session_drives_a_host_sync_and_states_it(monkeypatch):
     monkeypatch.setattr(exporters, "export", export)
     t = cv.empty((64, 128))
     seen = []
-    with cv.Session(window=False, size=(64, 64)) as s:
+    with cv.Session(window=False, size=(64, 64), budget=None) as s:  # every frame it can
         panel = s.attach(t, "heatmap", name="gen")
         assert panel.path == "zero-copy" and isinstance(panel.protocol.sync, mps.HostSync)
         assert "gen: zero-copy (" in s.status().line() and "torch.mps.synchronize" in panel.status

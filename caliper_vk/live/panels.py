@@ -79,8 +79,13 @@ class Panel:
         if self.closed:
             yield
             return
-        with self.protocol.writing():
-            yield
+        budget = self.session.budget
+        started = budget.clock()
+        try:
+            with self.protocol.writing():
+                yield
+        finally:
+            budget.wrote(started)  # the training thread's time in Caliper (the overhead budget)
 
     def _refresh(self) -> None:
         """Per-frame host work: storage checks, and the copy for staged GPU tensors."""

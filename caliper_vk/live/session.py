@@ -34,13 +34,16 @@ from ..engine import Canvas, default_device
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
-from .history import DEFAULT_BUDGET, History, parse_budget, save_history
+from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
+from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
+from .history import History, save_history
+from .history import parse_budget as parse_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
-from .status import Status, update_titles
+from .status import Status, session_status, update_titles
 
 
 def display_available() -> bool:
@@ -79,6 +82,11 @@ class Session:
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
         more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
         saved are never held.
+    budget : float or None
+        The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
+        drawing fewer frames (:mod:`.budget`); None draws every frame it can.
+    min_fps : float
+        However tight the budget, a frame at least this often (the display is never starved).
     history : int, str or None
         Device memory for the input bytes of recent frames (``"256MB"``; 0 or None: off),
         so that :meth:`rewind` (or pause and ←/→ in the window) shows any kept step exactly
@@ -92,10 +100,12 @@ class Session:
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
-                 history=DEFAULT_BUDGET, video=None, fps: float = 30.0, host: str = "127.0.0.1",
+                 budget: float | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
+                 history=DEFAULT_HISTORY, video=None, fps: float = 30.0, host: str = "127.0.0.1",
                  port: int = 8765):
         check_max_fps(max_fps)
-        budget = parse_budget(history)
+        self.budget = Budget(budget, min_fps)
+        history_bytes = parse_history(history)
         # frame sinks (a browser, a notebook widget, a video): see .sinks
         self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
                                         fps=fps, host=host, port=port)
@@ -132,7 +142,7 @@ class Session:
         self._status_time = -1.0
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
-        self.history = History(self.device, budget) if budget else None
+        self.history = History(self.device, history_bytes) if history_bytes else None
         self._layout()
 
     # pacing, as attributes people read
@@ -224,9 +234,19 @@ class Session:
         """Draw a frame unless the previous one is still in flight; never waits for it.
 
         Returns True when a frame was submitted, False when drawing was skipped
-        (the skip is counted), the session is paused, the window is gone, or drawing
-        stopped after a renderer error (:attr:`failed`; training is never interrupted).
+        (the skip is counted), held (``max_fps``, the budget), the session is paused, the
+        window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
+        is never interrupted).
         """
+        entered = self.budget.enter()
+        drew = False
+        try:
+            drew = self._step(step)
+        finally:
+            self.budget.leave(entered, drew)
+        return drew
+
+    def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
         if self.sinks:
             self.sinks.poll(self)  # a page's drag, wheel and keys, as a window's
@@ -258,7 +278,8 @@ class Session:
             return self.history is not None and self.history.redraw(self)
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
-        if not self._read_back_next and not self._save_due() and self.pacing.within_interval():
+        if not self._read_back_next and not self._save_due() and (
+                self.pacing.within_interval() or not self.budget.allows()):
             self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
             return False
         render_thread = threading.get_ident()
@@ -351,8 +372,9 @@ class Session:
         >>> session.step(step)              # doctest: +SKIP
 
         False while the previous frame is still in flight, within ``1/max_fps`` of the
-        last frame, paused, after the window closed or drawing stopped; frames due to be
-        saved are always due.
+        last frame, when a frame would not fit the budget, paused, after the window closed
+        or drawing stopped; frames due to be saved are always due. From a True answer to
+        ``step()`` the time counts as Caliper's (the probe forward it lets the loop skip).
         """
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
@@ -360,10 +382,10 @@ class Session:
         if self.window is not None and (not self.window.alive or self._window_gone):
             return False
         if self._save_due(step):
-            return True
+            return self.budget.due(forced=True)  # its probe still counts as Caliper's time
         if self._inflight and not self.canvas.done():
             return False
-        return not self.pacing.within_interval()
+        return not self.pacing.within_interval() and self.budget.due()
 
     def _collect(self) -> None:
         self.canvas.finish()
@@ -410,20 +432,7 @@ class Session:
 
     # -- reporting ---------------------------------------------------------------------------
     def status(self) -> Status:
-        info = self.device.info
-        return Status(
-            device=f"{info.name} ({info.kind})",
-            panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason)
-                    for p in self.panels],
-            frames=self.frames, skipped=self.skipped, held=self.held, max_fps=self.max_fps,
-            step=self.step_count, frame_ms=self.pacing.frame_ms,
-            window=("window" if self.window and self.window.alive else
-                    "display lost" if getattr(self.window, "lost", False) else
-                    "window closed" if self.window else "headless"),
-            paused=self.paused, message=self.message,
-            history=self.history.summary() if self.history else "",
-            producer_wait_ms=1000 * sum(p.producer_wait_s for p in self.panels)
-            / max(1, sum(p.producer_writes for p in self.panels)))
+        return session_status(self)
 
     def flush(self) -> np.ndarray:
         """Wait for the frame in flight (if any) and return the last frame's pixels."""

@@ -36,6 +36,7 @@ class Status:
     message: str = ""
     producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
     history: str = ""  # what the rewind history keeps (``history: steps 760–1000, 96 MB``)
+    budget: str | None = None  # the overhead budget and the share measured (``≤5% of training: 4.1%``)
 
     def line(self) -> str:
         parts = [self.device]
@@ -55,6 +56,8 @@ class Status:
         parts.append(f"skipped {self.skipped}")
         if self.max_fps:
             parts.append(f"≤{self.max_fps:g} fps")
+        if self.budget:
+            parts.append(self.budget)
         if self.history:
             parts.append(self.history)
         if self.paused:
@@ -65,6 +68,25 @@ class Status:
 
     def __str__(self) -> str:
         return self.line()
+
+
+def session_status(session) -> Status:
+    """A :class:`Status` of ``session`` now (``Session.status()``)."""
+    window = session.window
+    panels = session.panels
+    return Status(
+        device=f"{session.device.info.name} ({session.device.info.kind})",
+        panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason) for p in panels],
+        frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
+        step=session.step_count, frame_ms=session.pacing.frame_ms,
+        window=("window" if window and window.alive else
+                "display lost" if getattr(window, "lost", False) else
+                "window closed" if window else "headless"),
+        paused=session.paused, message=session.message,
+        history=session.history.summary() if session.history else "",
+        producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
+        / max(1, sum(p.producer_writes for p in panels)),
+        budget=session.budget.label())
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:

@@ -1,0 +1,180 @@
+"""The overhead budget: Caliper takes at most a set share of the training loop's time.
+
+``Session(budget=0.05)`` keeps the time the training thread spends in Caliper
+at or under 5% of the loop's wall time by drawing fewer frames. A frame-rate
+cap cannot do that: at 20 steps a second a 60 fps cap holds nothing back, and
+on a CPU device every frame is time taken from training.
+
+What counts as Caliper's time, measured with ``perf_counter`` on the thread
+that calls ``step()``:
+
+- every ``step()`` call, from entry to return (drawing or not);
+- every ``panel.writing()`` block on that thread (the wait for a frame still
+  reading, and the copy inside it);
+- the span from a ``due()`` that answered True to the next ``step()``: the
+  probe forward a loop runs only because a frame is due (``if due(): ...;
+  step()``), with the writes inside it.
+
+The loop's wall time is the time between one ``step()`` and the next. The
+controller keeps a *credit* in seconds: each step adds ``budget ×`` the wall
+time since the previous step and subtracts the Caliper time spent since. A
+frame is drawn only when the credit covers what a frame is expected to cost
+(the running mean of the last frames' cost: their ``step()`` plus their
+``due()`` span), so the share stays at or under the budget step by step —
+not only on average. The credit is bounded above (no burst of frames after a
+pause) and below (a one-off cost, such as the first frame building its
+pipelines, is forgiven after a couple of seconds).
+
+Two things override it. The display is never starved: when no frame was drawn
+for ``1 / min_fps`` seconds (1 s by default), the next step draws whatever the
+credit. And frames due to be saved (``save_every``) and ``render()`` are never
+held back; their cost still counts. The status line shows the budget and the
+share measured over the last few seconds (``≤5% of training: 4.1%``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+DEFAULT_BUDGET = 0.05
+DEFAULT_MIN_FPS = 1.0
+SHARE_WINDOW_S = 5.0  # time constant of the share the status line shows
+FORGIVE_S = 2.0  # debts older than this much wall time (at the budget's rate) are forgiven
+COST_WEIGHT = 0.3  # weight of the newest frame in the running cost estimate
+
+
+def check_budget(budget, min_fps) -> None:
+    if budget is not None and not (isinstance(budget, (int, float)) and not isinstance(budget, bool)
+                                   and 0 < budget <= 1):
+        raise ValueError(f"budget must be a share of the loop's time in (0, 1] (0.05 is 5%), or None for "
+                         f"no budget; got {budget!r}")
+    if not (isinstance(min_fps, (int, float)) and not isinstance(min_fps, bool) and min_fps > 0):
+        raise ValueError(f"min_fps must be a positive number of frames a second, got {min_fps!r}")
+
+
+class Budget:
+    """Decides whether a frame fits the budget, from the Caliper time it is told about.
+
+    Parameters
+    ----------
+    share : float or None
+        The budget, as a share of the loop's wall time (0.05: 5%); None draws every frame
+        the session can (the frame-rate cap and in-flight frames still apply).
+    min_fps : float
+        The display never goes longer than ``1 / min_fps`` seconds without a frame.
+    clock : callable
+        Seconds as a float (``time.perf_counter``); tests inject a fake one.
+
+    The session calls :meth:`enter` / :meth:`leave` around every ``step()``,
+    :meth:`due` when ``due()`` gets past the other checks, :meth:`wrote` after
+    every ``panel.writing()`` block, and :meth:`allows` when ``step()`` must
+    decide without an answer from ``due()``.
+    """
+
+    def __init__(self, share=DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS, clock=time.perf_counter):
+        check_budget(share, min_fps)
+        self.share = None if share is None else float(share)
+        self.min_fps = float(min_fps)
+        self.clock = clock
+        self.credit = 0.0  # seconds of Caliper time the loop may still spend (as of the last step)
+        self.cost: float | None = None  # expected Caliper seconds of one drawn frame
+        self.spent = 0.0  # Caliper seconds since the last step() entry (writes, step() itself)
+        self.last_entry: float | None = None
+        self.last_frame = -math.inf  # when the last frame was drawn (its step() entry)
+        self.opened: float | None = None  # due() said yes at this time; the span runs to step()
+        self.answer: bool | None = None  # due()'s budget answer for the coming step
+        self.thread: int | None = None  # the thread that calls step(): only its time is counted
+        self.inside = 0.0  # Caliper seconds and wall seconds, decayed over SHARE_WINDOW_S
+        self.wall = 0.0
+        self.frames = 0  # frames drawn with the budget's leave (the first only seeds nothing)
+        self.held = 0  # steps that drew nothing because the frame did not fit the budget
+        self._span = 0.0  # this step's due() span (part of the frame's cost)
+
+    # -- what the session reports ---------------------------------------------------------
+    @property
+    def measured(self) -> float | None:
+        """The share of the loop's wall time spent in Caliper over the last few seconds."""
+        return self.inside / self.wall if self.wall > 0 else None
+
+    def _fits(self, now: float) -> bool:
+        if self.share is None or self.cost is None:
+            return True
+        if now - self.last_frame >= 1.0 / self.min_fps:
+            return True  # never starve the display
+        elapsed = 0.0 if self.last_entry is None else now - self.last_entry
+        return self.credit + self.share * elapsed - self.spent >= self.cost
+
+    # -- the session's hooks ---------------------------------------------------------------
+    def due(self, forced: bool = False) -> bool:
+        """``due()`` got past the other checks: whether the frame fits (True always when
+        ``forced``, a frame to be saved). A True answer starts the span counted as Caliper's."""
+        if self.answer is None:
+            self.answer = forced or self._fits(self.clock())
+        if forced:
+            self.answer = True
+        if self.answer and self.opened is None:
+            self.opened = self.clock()
+        return self.answer
+
+    def allows(self) -> bool:
+        """Whether ``step()`` may draw now: ``due()``'s answer for this step when it gave one."""
+        allowed = self.answer if self.answer is not None else self._fits(self.clock())
+        if not allowed:
+            self.held += 1
+        return allowed
+
+    def wrote(self, started: float) -> None:
+        """A ``panel.writing()`` block that began at ``started`` has ended."""
+        if self.opened is not None:
+            return  # inside a due() span: counted with it
+        if self.thread is not None and threading.get_ident() != self.thread:
+            return  # a producer thread's writes are not the training thread's time
+        self.spent += self.clock() - started
+
+    charge = wrote  # any other Caliper work on the training thread (a callback recording probes)
+
+    def enter(self) -> float:
+        """``step()`` begins: fold the wall and Caliper time since the last step into the
+        credit and the measured share. Returns the entry time for :meth:`leave`."""
+        now = self.clock()
+        self.thread = threading.get_ident()
+        if self.opened is not None:
+            self._span = now - self.opened
+            self.spent += self._span
+            self.opened = None
+        else:
+            self._span = 0.0
+        if self.last_entry is not None:
+            dt = max(now - self.last_entry, 0.0)
+            decay = math.exp(-dt / SHARE_WINDOW_S)
+            self.inside = self.inside * decay + self.spent
+            self.wall = self.wall * decay + dt
+            if self.share is not None:
+                cost = self.cost or 0.0
+                self.credit = min(self.credit + self.share * dt - self.spent, 2 * cost)
+                self.credit = max(self.credit, -(self.share * FORGIVE_S + cost))
+        self.spent = 0.0
+        self.last_entry = now
+        return now
+
+    def leave(self, entered: float, drew: bool) -> None:
+        """``step()`` returns: its own time counts; a drawn frame updates the cost estimate."""
+        took = self.clock() - entered
+        self.spent += took
+        self.answer = None
+        if drew:
+            if self.frames:  # the first frame builds pipelines and layouts: not a typical cost
+                cost = took + self._span
+                self.cost = cost if self.cost is None else (1 - COST_WEIGHT) * self.cost + COST_WEIGHT * cost
+            self.frames += 1
+            self.last_frame = entered
+        self._span = 0.0
+
+    def label(self) -> str | None:
+        """The status line's part: ``≤5% of training: 4.1%``."""
+        if self.share is None:
+            return None
+        got = self.measured
+        return f"≤{100 * self.share:g}% of training: " + ("…" if got is None else f"{100 * got:.1f}%")
