@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +45,13 @@ PREFERRED_FORMATS = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_R8G8B8A8_UNORM,
 BGRA = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_B8G8R8A8_SRGB)
 PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
                  vk.VK_PRESENT_MODE_FIFO_KHR)
+
+
+def display_available() -> bool:
+    """True when a window could be opened (an X11 or Wayland display is set)."""
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 @dataclass

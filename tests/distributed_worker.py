@@ -32,7 +32,7 @@ def heat(rank: int, step: int) -> np.ndarray:
 def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: int) -> None:
     rank = int(os.environ["RANK"])
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
-    session = Session(window=False, size=SIZE, history=None) if rank == 0 else None
+    session = Session(window=False, size=SIZE, history=None, budget=None) if rank == 0 else None
     recorder = caliper_vk.Recorder(out / "run") if rank == 0 else None
     g = distributed.gather(session=session, recorder=recorder, timeout_s=20.0)
     pts, att = torch.zeros(N, 3), torch.zeros(H, W)

@@ -40,7 +40,7 @@ def test_rewind_redraws_each_kept_step_byte_identical(artifacts):
     pts = caliper_vk.empty((300, 3))
     heat = caliper_vk.empty((24, 32), dtype=torch.bfloat16)
     staged = torch.zeros(40, 40)
-    with Session(window=False, size=SIZE, history="1MB") as s:
+    with Session(window=False, size=SIZE, history="1MB", budget=None) as s:
         panels = [s.attach(pts, "pointcloud", name="cloud"), s.attach(heat, "heatmap", name="attn"),
                   s.attach(staged, "heatmap", name="staged", zero_copy=False)]
         assert panels[2].path == "host staging"
@@ -69,7 +69,7 @@ def test_rewind_keys_move_one_kept_frame_and_end_returns_live():
     from caliper_vk.live.input import rewind_key
 
     pts = caliper_vk.empty((50, 3))
-    with Session(window=False, size=(160, 120), history=1 << 20) as s:
+    with Session(window=False, size=(160, 120), history=1 << 20, budget=None) as s:
         p = s.attach(pts, "pointcloud")
         drive(s, range(10, 15), [pts], [p])
         rewind_key(s, "left")
@@ -86,7 +86,7 @@ def test_rewind_keys_move_one_kept_frame_and_end_returns_live():
 
 def test_the_oldest_frames_are_dropped_at_the_budget():
     pts = caliper_vk.empty((256, 3))  # 3,072 bytes a frame
-    with Session(window=False, size=(160, 120), history=8 * 3072) as s:
+    with Session(window=False, size=(160, 120), history=8 * 3072, budget=None) as s:
         p = s.attach(pts, "pointcloud")
         drive(s, range(1, 21), [pts], [p])
         kept = s.history.steps()
@@ -99,7 +99,7 @@ def test_the_oldest_frames_are_dropped_at_the_budget():
 def test_save_history_writes_array_probes_a_run_loads(tmp_path):
     pts = caliper_vk.empty((64, 3))
     heat = caliper_vk.empty((8, 8), dtype=torch.bfloat16)
-    with Session(window=False, size=(200, 120), history="1MB") as s:
+    with Session(window=False, size=(200, 120), history="1MB", budget=None) as s:
         panels = [s.attach(pts, "pointcloud", name="cloud"), s.attach(heat, "heatmap", name="attn")]
         _, values = drive(s, range(5, 9), [pts, heat], panels)
         out = s.save_history(tmp_path / "run")

@@ -28,7 +28,7 @@ def train_and_record(path, size, steps=14):
     c, s_ = np.cos(0.3), np.sin(0.3)
     turn = torch.tensor([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]], dtype=torch.float32)
     drawn = []
-    with Session(window=False, size=size, video=path, fps=12, max_fps=None) as s:
+    with Session(window=False, size=size, video=path, fps=12, max_fps=None, budget=None) as s:
         s.attach(points, view="pointcloud", labels=torch.arange(300) % 10)
         for k in range(1, steps + 1):
             points.copy_(points @ turn)  # the cloud turns: every frame differs from the one before

@@ -31,7 +31,7 @@ def browser():
 
 @pytest.fixture
 def session():
-    s = Session(window="web", size=SIZE, port=0, max_fps=None)
+    s = Session(window="web", size=SIZE, port=0, max_fps=None, budget=None)
     torch.manual_seed(0)
     points = torch.randn(400, 3)
     s.attach(points, view="pointcloud", labels=torch.arange(400) % 10)

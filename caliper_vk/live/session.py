@@ -19,7 +19,6 @@ status line (:mod:`.status`) are modules of their own.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ import numpy as np
 from .. import exporters
 from ..chrome import StatusBar
 from ..engine import Canvas, default_device
+from ..engine.window import display_available  # re-exported by caliper_vk.live
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
@@ -44,13 +44,6 @@ from .panels import HostPanel, Panel
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
 from .status import Status, session_status, update_titles
-
-
-def display_available() -> bool:
-    """True when a window could be opened (an X11 or Wayland display is set)."""
-    if sys.platform in ("win32", "darwin"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 class Session:
