@@ -61,9 +61,6 @@ class Dashboard(ScalarPanels, ArrayPanels):
         # The main window covers the display: the overlay clears to its background colour and imgui
         # draws none (on lavapipe a full-screen layer of blended fragments costs ~7 ms per megapixel)
         self.ui._activate()
-        # auto-fitted axes leave a margin: a series at its extreme (a constant learning rate, the
-        # first evaluation) is drawn inside the plot, not under its frame
-        implot.get_style().fit_padding = imgui.ImVec2(0.02, 0.08)
         bg = imgui.get_style().color_(imgui.Col_.window_bg)
         alpha = int(bg.w * 255 + 0.5)
         under = self.ui.overlay.clear
