@@ -123,3 +123,19 @@ def test_dashboard_draws_baseline_beside_learned_metric(run, monkeypatch):
     assert any({"val/psnr", "val/psnr_bicubic"} <= labels and "val/ssim" not in labels
                for labels in plots.values()), plots
     assert any({"val/ssim", "val/ssim_bicubic"} <= labels for labels in plots.values()), plots
+
+
+def test_panels_of_hidden_runs_wait_in_the_list():
+    """With every bundled run loaded and only the digits MLP shown (what ``caliper view`` opens
+    on), the super-resolution run's dB and SSIM panels are not opened empty."""
+    from caliper_vk.runs import example_paths
+
+    runs = [load_run(p) for p in example_paths()]
+    sr = [["val/psnr", "val/psnr_bicubic"], ["val/ssim", "val/ssim_bicubic"]]
+    for shown, want in ((["digits_mlp"], [["val/accuracy"]]), (["super_resolution"], sr)):
+        dash = app.Dashboard(runs, size=(400, 300), shown=shown)
+        try:
+            opened = [p.keys for p, on in zip(dash.panels, dash.enabled, strict=True) if on]
+        finally:
+            dash.close()
+        assert [k for k in opened if k[0].startswith("val/") and "loss" not in k[0]] == want

@@ -61,9 +61,6 @@ class Dashboard(ScalarPanels, ArrayPanels):
         # The main window covers the display: the overlay clears to its background colour and imgui
         # draws none (on lavapipe a full-screen layer of blended fragments costs ~7 ms per megapixel)
         self.ui._activate()
-        # auto-fitted axes leave a margin: a series at its extreme (a constant learning rate, the
-        # first evaluation) is drawn inside the plot, not under its frame
-        implot.get_style().fit_padding = imgui.ImVec2(0.02, 0.08)
         bg = imgui.get_style().color_(imgui.Col_.window_bg)
         alpha = int(bg.w * 255 + 0.5)
         under = self.ui.overlay.clear
@@ -93,7 +90,9 @@ class Dashboard(ScalarPanels, ArrayPanels):
                 titles = "; ".join(p.title for p in self.panels)
                 raise ValueError(f"no panel matches {panels}; the panels are: {titles}")
         else:  # a dashboard opens with loss, the task metric and the learning rate; add the rest as wanted
-            self.enabled = [p.options.get("group") in ("loss", "metrics", "lr") for p in self.panels]
+            # (a panel only runs hidden at first have, such as another task's metric, waits in the list)
+            self.enabled = [p.options.get("group") in ("loss", "metrics", "lr")
+                            and any(k in r.metrics for r in self.runs for k in p.keys) for p in self.panels]
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
         if cursor is None and self.reveal:  # reveal starts at the first evaluation

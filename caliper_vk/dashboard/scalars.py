@@ -43,6 +43,10 @@ class ScalarPanels:
         self._items = {}
         if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             linear = index not in self.log_y
+            if linear:  # an auto-fitted y axis leaves a margin: a series at its extreme (one step of a
+                # learning-rate schedule) is drawn inside the plot, not under its frame. Not on a log
+                # axis: ImPlot pads it linearly, down to 1e-300
+                implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.0, 0.08))
             zero = model.zero_based(panel) and linear
             robust = (self._robust(panel) or self._flat(panel)) if linear and not zero else None
             fixed = zero or robust is not None
@@ -85,6 +89,8 @@ class ScalarPanels:
                     self._best_marks(run, rgb)
             self._cursor_line(index)
             self._end_plot()
+            if linear:
+                implot.pop_style_var()
             self._legend_rows[index] = self._draw_legend()
         for n in notes:
             imgui.text_disabled(n)
