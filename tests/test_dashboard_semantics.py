@@ -99,12 +99,29 @@ def test_a_panel_spanning_more_than_two_decades_opens_on_a_log_axis(tmp_path):
     assert model.spans_decades([run], panels["Loss"])
     assert not model.spans_decades([run], panels["Activation zero fraction"])  # zeros have no log place
     assert not model.spans_decades([run], panels["Learning rate per group"])  # one value: no span
+    # the log axis is padded by a share of its decades: the spike and the floor lie inside it
+    lo, hi = model.log_limits([run], panels["Loss"])
+    low, high = 0.05 + 1.0 / 40, 700.0
+    assert lo < low and hi > high
+    assert (low / lo) == pytest.approx(hi / high) and hi / high == pytest.approx((high / low) ** 0.05)
+    assert model.log_limits([run], panels["Activation zero fraction"])[0] < 0.5  # zeros left out
+    limits = []
+    real = app.implot.setup_axis_limits
+
+    def spy(axis, lo, hi, *rest):
+        limits.append((axis, lo, hi))
+        return real(axis, lo, hi, *rest)
+
     dash = app.Dashboard([run], size=(800, 500), panels=["loss"], columns=1)
     try:
         loss = next(i for i, p in enumerate(dash.panels) if p.title == "Loss")
         assert loss in dash.log_y  # and the toggle still turns it off
+        app.implot.setup_axis_limits = spy
+        dash.render()
     finally:
+        app.implot.setup_axis_limits = real
         dash.close()
+    assert (app.implot.ImAxis_.y1, lo, hi) in limits
 
 
 def _spiky(tmp_path, name="spiky", spike=250.0, zeros=True):

@@ -29,7 +29,8 @@ def screen(display, session):
 def test_rewind_keys_show_the_kept_frame_in_the_window(artifacts):
     import glfw
 
-    with xvfb() as display, cv.Session(window=True, size=(400, 260), max_fps=None, history="4MB", budget=None) as s:
+    with xvfb() as display, cv.Session(window=True, size=(400, 260), max_fps=None, history="4MB",
+                                       budget=None) as s:
         t = cv.empty((800, 3))
         p = s.attach(t, "pointcloud", name="emb")
         shots = {}

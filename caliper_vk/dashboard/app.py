@@ -174,12 +174,16 @@ class Dashboard(ScalarPanels, ArrayPanels):
     def _run_selector(self) -> None:
         """Show or hide each run, and filter them by name."""
         if len(self.all_runs) > 1:
+            count = f"{len(self.runs)} of {len(self.all_runs)} shown"
+            # the filter takes what the count leaves of the row (the count is never clipped)
+            room = imgui.get_content_region_avail().x - imgui.get_style().item_spacing.x
+            imgui.set_next_item_width(max(60.0, room - imgui.calc_text_size(count).x))
             changed, self.run_filter = imgui.input_text_with_hint("##runfilter", "filter runs by name",
                                                                    self.run_filter)
             if changed:
                 self._set_shown()
             imgui.same_line()
-            imgui.text_disabled(f"{len(self.runs)} of {len(self.all_runs)} shown")
+            imgui.text_disabled(count)
         for k, run in enumerate(self.all_runs):
             if len(self.all_runs) > 1:
                 changed, on = imgui.checkbox(f"##show{k}", run.name not in self.hidden)

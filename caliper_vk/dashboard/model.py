@@ -354,6 +354,30 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     return out
 
 
+def log_limits(runs: list[Run], panel: Panel, pad: float = 0.05) -> tuple[float, float] | None:
+    """Y limits of a log axis: the positive finite values' extremes widened by ``pad`` of the
+    span in decades on each side (at least 5% of a value), so a series at an extreme (a learning
+    rate of 1 in a sweep down to 1e-5) is drawn inside the plot, not on its frame. None when no
+    value is positive."""
+    lo, hi = math.inf, 0.0
+    for run in runs:
+        for k in panel.keys:
+            s = run.metrics.get(k)
+            if s is None or not len(s):
+                continue
+            vmin, vmax = measured_extremes(s)
+            if vmin is None or vmax <= 0:
+                continue
+            if vmin <= 0:  # a log axis leaves those out: the smallest positive value sets the floor
+                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+                vmin = float(v[(v > 0) & np.isfinite(v)].min())
+            lo, hi = min(lo, vmin), max(hi, vmax)
+    if hi <= 0 or lo == math.inf:
+        return None
+    factor = max(1.05, (hi / lo) ** pad)
+    return lo / factor, hi * factor
+
+
 def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     """True when every finite value of a scalar panel's series is positive and they span more
     than ``decades`` powers of ten: such a panel opens on a logarithmic axis (a loss spike of

@@ -41,6 +41,7 @@ class ScalarPanels:
         height = max(80.0, imgui.get_content_region_avail().y
                      - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4)
         self._items = {}
+        self._tags: list[float] = []  # pixel columns of this plot's x-axis tags (never overlapped)
         if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             linear = index not in self.log_y
             if linear:  # an auto-fitted y axis leaves a margin: a series at its extreme (one step of a
@@ -49,10 +50,13 @@ class ScalarPanels:
                 implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.0, 0.08))
             zero = model.zero_based(panel) and linear
             robust = (self._robust(panel) or self._flat(panel)) if linear and not zero else None
-            fixed = zero or robust is not None
+            logged = None if linear else self._cached("log", panel, model.log_limits)
+            fixed = zero or robust is not None or logged is not None
             implot.setup_axes(model.AXIS_LABELS[self.axis], "", 0, 0 if fixed else implot.AxisFlags_.auto_fit)
             if not linear:  # values <= 0 have no place on it and are left out by ImPlot
                 implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+                if logged is not None:  # padded by a share of its decades, not linearly
+                    implot.setup_axis_limits(implot.ImAxis_.y1, *logged, imgui.Cond_.always)
             elif zero:  # memory reads from zero: a 1% change must not fill the panel
                 top = self._y_max(panel)
                 implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0,
@@ -144,9 +148,13 @@ class ScalarPanels:
         return 1
 
     def _robust(self, panel: model.Panel) -> tuple[float, float] | None:
-        key = ("robust", panel.title, tuple(panel.keys))
+        return self._cached("robust", panel, model.robust_limits)
+
+    def _cached(self, what: str, panel: model.Panel, compute):
+        """``compute(runs, panel)``, once per panel and set of runs shown."""
+        key = (what, panel.title, tuple(panel.keys))
         if key not in self._cache:
-            self._cache[key] = model.robust_limits(self.runs, panel)
+            self._cache[key] = compute(self.runs, panel)
         return self._cache[key]
 
     def _flat(self, panel: model.Panel) -> tuple[float, float] | None:
@@ -300,5 +308,10 @@ class ScalarPanels:
             implot.plot_inf_lines(self._item("saved snapshots", green), sx[np.isfinite(sx)],
                                   _spec(green, alpha=0.45))
         r = run.step_range
-        if r:
-            implot.tag_x(float(run.coordinate(self.axis, np.array([r[1]]))[0]), _col(rgb, 0.8))
+        if r:  # the run's last step on the x axis, unless another run's tag is already there
+            x = float(run.coordinate(self.axis, np.array([r[1]]))[0])
+            px = implot.plot_to_pixels(x, 1.0).x
+            width = imgui.calc_text_size(f"{x:g}").x + 10
+            if all(abs(px - other) > width for other in self._tags):
+                self._tags.append(px)
+                implot.tag_x(x, _col(rgb, 0.8))
