@@ -77,7 +77,7 @@ class Session:
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
         more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
-        saved are never held.
+        saved are never held. A browser session with no tab connected draws nothing.
     video : path, optional
         Write every drawn frame to this video (``.mp4``: H.264; ``.mkv``: lossless
         FFV1) at ``fps`` frames a second, and its steps to ``PATH.steps.json``.
@@ -250,8 +250,9 @@ class Session:
             return False
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
-        if not self._read_back_next and not self._save_due() and self.pacing.within_interval():
-            self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
+        if not self._read_back_next and not self._save_due() and (
+                self.pacing.within_interval() or self.sinks.idle(self)):
+            self.pacing.held += 1  # drawn recently enough, or nobody watches: costs almost nothing
             return False
         render_thread = threading.get_ident()
         protocols = [p.protocol for p in self.panels if p.protocol is not None]
@@ -354,7 +355,7 @@ class Session:
             return True
         if self._inflight and not self.canvas.done():
             return False
-        return not self.pacing.within_interval()
+        return not self.pacing.within_interval() and not self.sinks.idle(self)
 
     def _collect(self) -> None:
         self.canvas.finish()
