@@ -125,6 +125,53 @@ def encoding(repeats: int) -> dict:
     return out
 
 
+def screenshot(path, steps: int = 400) -> Path:
+    """A headless Chromium screenshot of the page of the digits demo's session after ``steps``
+    training steps (the picture in docs/remote.md)."""
+    import torch
+
+    import caliper_vk as cv
+    from caliper_vk.demos.digits import _data, _model
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from chromium import Browser
+
+    x_np, y_np = _data()
+    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+    embed, head = _model(torch, 0)
+    opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    width, height = 960, 600
+    browser = Browser(width=width, height=height + 130)  # headless keeps ~90 px for its window
+    with cv.Session(window="web", size=(width, height), port=0, title="caliper: digits") as s:
+        pts = cv.empty((len(x), 3))
+        panel = s.attach(pts, "pointcloud", name="bottleneck", labels=y_np)
+        tab = browser.open(s.url)
+        deadline = time.monotonic() + 30
+        while s.sinks.get("web").server.viewers < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for step in range(steps):
+            idx = torch.randint(0, len(x), (128,), generator=gen)
+            loss = torch.nn.functional.cross_entropy(head(embed(x[idx])), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if s.due(step) or step == steps - 1:
+                with torch.no_grad(), panel.writing():
+                    pts.copy_(embed(x))
+            s.step(step)
+        s._wait_idle()
+        time.sleep(0.1)  # past 1/max_fps: the next step draws
+        s.step(steps)  # one more frame, so the page's is the last step's
+        s.flush()
+        tab.wait_for(f"window.caliper.step === {steps}", timeout=60)
+        png = tab.screenshot()
+    browser.close()
+    path = Path(path)
+    path.write_bytes(png)
+    return path
+
+
 def stats(xs) -> dict:
     xs = np.asarray(xs)
     q1, med, q3 = np.percentile(xs, [25, 50, 75])
@@ -193,7 +240,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--child", choices=("plain", "web", "web+tab"))
     ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--screenshot", help="write a screenshot of the page to this PNG and stop")
     a = ap.parse_args()
+    if a.screenshot:
+        print(f"wrote {screenshot(a.screenshot)}")
+        return
     if a.child:
         print(json.dumps(child(a.child, a.steps)))
         return
