@@ -104,7 +104,11 @@ class Session:
         if want_window:
             from ..engine.window import Window
 
-            self.window = Window(self.size, title, device=device)
+            try:
+                self.window = Window(self.size, title, device=device)
+            except BaseException:
+                self.sinks.close()  # no server or half-written video left behind
+                raise
             self.device = self.window.device
         else:
             self.device = device or default_device()
