@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pointcloud_suite
+import web
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -120,7 +121,7 @@ def main() -> None:
     ap.add_argument("--json", default=str(HERE / "results.json"))
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the report from the figures already in --json (no measuring)")
-    ap.add_argument("--only", choices=("pointcloud", "dashboard"),
+    ap.add_argument("--only", choices=("pointcloud", "dashboard", "web"),
                     help="measure only this section; the others keep their figures from --json")
     ap.add_argument("--rounds", type=int, default=3,
                     help="processes per path for the floor and Caliper's point cloud (interleaved)")
@@ -138,6 +139,13 @@ def main() -> None:
         Path(a.json).write_text(json.dumps(res, indent=2, default=float))
         Path(a.out).write_text(render(res))
         print(f"wrote {a.out} and {a.json} (dashboard section measured, the rest kept)")
+        return
+    if a.only == "web":
+        res = load(a.json)
+        res["web"] = measure_web(a.quick)
+        Path(a.json).write_text(json.dumps(res, indent=2, default=float))
+        Path(a.out).write_text(render(res))
+        print(f"wrote {a.out} and {a.json} (browser section measured, the rest kept)")
         return
     if a.only == "pointcloud":
         res = load(a.json)
@@ -169,12 +177,22 @@ def main() -> None:
     res["training_gpt"] = run_case("training_gpt", "--repeats", 30 if a.quick else 60, timeout=3600)
     res["dashboard"] = dashboard_cases(8 if a.quick else 20, 3 if a.quick else 5)
     print(f"dashboard: {res['dashboard']}", file=sys.stderr)
+    res["web"] = measure_web(a.quick)
     res["cpu_per_panel"] = {n: run_case("cpu_per_panel", "--n", n, "--repeats", 30) for n in (1, 10, 50)}
     for mode in ("zero-copy", "staging"):
         res["memory"][mode] = run_case("memory", "--n", 1_000_000, "--mode", mode)
     Path(a.json).write_text(json.dumps(res, indent=2, default=float))
     Path(a.out).write_text(render(res))
     print(f"wrote {a.out} and {a.json}")
+
+
+def measure_web(quick: bool) -> dict:
+    """bench/web.py's figures, stamped with when and under what load they were taken."""
+    load_before = os.getloadavg()[0]
+    out = web.measure(quick)
+    out.update(measured=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+               + f", 1-minute load average {load_before:.2f} before", quick=quick)
+    return out
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -270,6 +288,7 @@ def render(res: dict) -> str:
         import history_gather
 
         lines += history_gather.report(res["history_gather"])
+    lines += web.lines(res.get("web", {}))
     lines += targets(res)
     return "\n".join(lines) + "\n"
 

@@ -74,7 +74,7 @@ class Session:
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
         more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
-        saved are never held.
+        saved are never held. A browser session with no tab connected draws nothing.
     budget : float or None
         The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
         drawing fewer frames (:mod:`.budget`); None draws every frame it can.
@@ -114,7 +114,11 @@ class Session:
         if want_window:
             from ..engine.window import Window
 
-            self.window = Window(self.size, title, device=device)
+            try:
+                self.window = Window(self.size, title, device=device)
+            except BaseException:
+                self.sinks.close()  # no server or half-written video left behind
+                raise
             self.device = self.window.device
         else:
             self.device = device or default_device()
@@ -272,8 +276,8 @@ class Session:
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
         if not self._read_back_next and not self._save_due() and (
-                self.pacing.within_interval() or not self.budget.allows()):
-            self.pacing.held += 1  # drawn recently enough: this step costs training almost nothing
+                self.pacing.within_interval() or self.sinks.idle(self) or not self.budget.allows()):
+            self.pacing.held += 1  # drawn recently enough, over budget, or nobody watches
             return False
         render_thread = threading.get_ident()
         protocols = [p.protocol for p in self.panels if p.protocol is not None]
@@ -378,7 +382,7 @@ class Session:
             return self.budget.due(forced=True)  # its probe still counts as Caliper's time
         if self._inflight and not self.canvas.done():
             return False
-        return not self.pacing.within_interval() and self.budget.due()
+        return not self.pacing.within_interval() and not self.sinks.idle(self) and self.budget.due()
 
     def _collect(self) -> None:
         self.canvas.finish()

@@ -41,6 +41,7 @@ from .keys import event_from_message
 
 EVENT_QUEUE = 512  # input events waiting for the training thread; older ones are dropped beyond this
 FORMATS = ("jpeg", "png")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _websockets():
@@ -145,9 +146,12 @@ class FrameServer:
             t.start()
         if announce:
             print(f"caliper: watching in a browser: {self.url}", file=sys.stderr)
-            if host in ("127.0.0.1", "localhost", "::1"):
+            if host in LOOPBACK:
                 print(f"caliper: from another machine: ssh -L {self.port}:127.0.0.1:{self.port} "
                       f"{socket.gethostname()}, then open the URL there", file=sys.stderr)
+            else:
+                print(f"caliper: serving on {host}: whoever reaches this port with the URL sees the run, "
+                      "unencrypted (HTTP); ssh -L to 127.0.0.1 is the safer way", file=sys.stderr)
 
     # -- what the training thread calls --------------------------------------------------------
     @property
@@ -242,8 +246,8 @@ class FrameServer:
             return connection.respond(403, "caliper: this URL lacks the session's token; open the URL "
                                            "the training process printed\n")
         if url.path == "/ws":
-            origin = request.headers.get("Origin")
-            if origin is not None and origin != f"http://{request.headers.get('Host', '')}":
+            origin, host = request.headers.get("Origin"), request.headers.get("Host", "")
+            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
                 self.refused += 1
                 return connection.respond(403, "caliper: cross-origin WebSocket refused\n")
             return None  # the WebSocket handshake goes on

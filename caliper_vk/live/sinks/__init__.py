@@ -47,6 +47,13 @@ class Sinks:
     def wants_frame(self) -> bool:
         return any(s.wants_frame() for s in self.items)
 
+    def idle(self, session) -> bool:
+        """True when a frame drawn now would be seen by nobody: the session has sinks and no
+        window, and no sink wants a frame (no tab connected, the widget not ready). Such a
+        step draws nothing (it counts as ``held``) and ``due()`` is False, so a loop also
+        skips what it computes only to draw."""
+        return bool(self.items) and session.window is None and not self.wants_frame()
+
     def deliver(self, session, rgba, step: int) -> None:
         """Hand a collected frame to every sink that wants it (``rgba`` is the caller's copy)."""
         report = session.status()
