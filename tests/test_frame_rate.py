@@ -22,7 +22,7 @@ def test_offscreen_sessions_without_a_budget_draw_every_step():
 
 
 def test_steps_within_the_frame_interval_are_held():
-    with cv.Session(window=False, size=(64, 48), max_fps=5, budget=None) as s:  # the frame-rate cap alone
+    with cv.Session(window=False, size=(64, 48), max_fps=5, budget=None) as s:  # max_fps alone
         panel = s.attach(torch.randn(8, 8), "heatmap")
         assert s.step() is True
         s.flush()
@@ -54,7 +54,7 @@ def test_a_bad_max_fps_is_refused(bad):
 
 
 def test_due_says_whether_the_next_step_draws(tmp_path):
-    with cv.Session(window=False, size=(64, 48), max_fps=5, out_dir=tmp_path, save_every=10) as s:
+    with cv.Session(window=False, size=(64, 48), max_fps=5, out_dir=tmp_path, save_every=10, budget=None) as s:
         s.attach(torch.randn(8, 8), "heatmap")
         assert s.due(1)
         assert s.step(1) is True

@@ -25,6 +25,10 @@ not only on average. The credit is bounded above (no burst of frames after a
 pause) and below (a one-off cost, such as the first frame building its
 pipelines, is forgiven after a couple of seconds).
 
+On a CPU Vulkan device (lavapipe) a frame is also executed by the driver's
+threads on the cores training runs on; there the session times each frame's
+execution with Vulkan timestamps and counts it too (:meth:`Budget.executed`).
+
 Two things override it. The display is never starved: when no frame was drawn
 for ``1 / min_fps`` seconds (1 s by default), the next step draws whatever the
 credit. And frames due to be saved (``save_every``) and ``render()`` are never
@@ -88,9 +92,11 @@ class Budget:
         self.thread: int | None = None  # the thread that calls step(): only its time is counted
         self.inside = 0.0  # Caliper seconds and wall seconds, decayed over SHARE_WINDOW_S
         self.wall = 0.0
+        self.device_cost = 0.0  # running mean of a frame's execution on a CPU device (lavapipe)
         self.frames = 0  # frames drawn with the budget's leave (the first only seeds nothing)
         self.held = 0  # steps that drew nothing because the frame did not fit the budget
         self._span = 0.0  # this step's due() span (part of the frame's cost)
+        self._executed = 0  # frames whose execution time was reported
 
     # -- what the session reports ---------------------------------------------------------
     @property
@@ -104,7 +110,7 @@ class Budget:
         if now - self.last_frame >= 1.0 / self.min_fps:
             return True  # never starve the display
         elapsed = 0.0 if self.last_entry is None else now - self.last_entry
-        return self.credit + self.share * elapsed - self.spent >= self.cost
+        return self.credit + self.share * elapsed - self.spent >= self.cost + self.device_cost
 
     # -- the session's hooks ---------------------------------------------------------------
     def due(self, forced: bool = False) -> bool:
@@ -134,6 +140,16 @@ class Budget:
         self.spent += self.clock() - started
 
     charge = wrote  # any other Caliper work on the training thread (a callback recording probes)
+
+    def executed(self, seconds: float) -> None:
+        """A frame ran ``seconds`` on a CPU device (lavapipe draws on the cores training runs on):
+        that time is taken from training too, so it counts."""
+        self.spent += seconds
+        self._executed += 1
+        if self._executed == 1:
+            return  # the first frame compiles the shaders (llvmpipe JITs them): not a typical cost
+        self.device_cost = seconds if not self.device_cost else (
+            (1 - COST_WEIGHT) * self.device_cost + COST_WEIGHT * seconds)
 
     def enter(self) -> float:
         """``step()`` begins: fold the wall and Caliper time since the last step into the

@@ -222,6 +222,8 @@ class Session:
         if self.canvas is not None:
             self.canvas.close(close_panels=False)
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
+        if self.budget.share is not None and self.device.info.kind == "cpu":
+            self.canvas.profile()  # frames run on the training's cores: the budget counts them
         self._layout_due = False
         if self.window:
             self.window.bind_canvas(self.canvas)
@@ -386,6 +388,8 @@ class Session:
 
     def _collect(self) -> None:
         self.canvas.finish()
+        if self.canvas.profiler is not None and self.budget.share is not None:
+            self.budget.executed(sum(ms for _, ms in self.canvas.timings()) / 1000)
         self._inflight = False
         self.frames += 1
         self.pacing.completed()

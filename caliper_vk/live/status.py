@@ -49,6 +49,8 @@ class Status:
             if (name, path, reason) not in plain:
                 quiet = path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason)
                 parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
+        if self.budget:
+            parts.append(self.budget)  # before the counters: a narrow window cuts the line's end
         parts.append(f"frame <={self.frame_ms:.1f} ms")
         if self.producer_wait_ms >= 0.05:
             parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
@@ -56,8 +58,6 @@ class Status:
         parts.append(f"skipped {self.skipped}")
         if self.max_fps:
             parts.append(f"≤{self.max_fps:g} fps")
-        if self.budget:
-            parts.append(self.budget)
         if self.history:
             parts.append(self.history)
         if self.paused:

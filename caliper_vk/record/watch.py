@@ -10,6 +10,9 @@ Like ``wandb.watch``, it installs hooks and leaves the loop as it is:
   per-parameter and global weight norms, the update-to-weight ratio
   ``‖θ_k − θ_{k−1}‖ / max(‖θ_k‖, ε)``, throughput and the timing split, memory,
   and (every ``histograms_every`` steps) weight histograms;
+- a model wrapped in ``DistributedDataParallel`` or compiled with ``torch.compile`` is
+  watched through the module it wraps (``model.module`` / ``model._orig_mod``), so
+  parameter and module names are the original's;
 - forward hooks on the named ``activations`` modules collect, during a
   validation forward (model in eval mode), the activation standard deviation,
   the zero fraction and the dead units (units zero for every inspected example);
@@ -52,6 +55,33 @@ def _norms(tensors) -> list[float]:
     if not norms:
         return []
     return torch.stack([n.to(norms[0].device) for n in norms]).tolist()  # a model may span devices
+
+
+def unwrap(model):
+    """The module whose parameters and hooks are the model's own: ``model.module`` of
+    ``DistributedDataParallel`` / ``DataParallel``, ``model._orig_mod`` of ``torch.compile``
+    (nested wrappers too). Hooks on the wrapper would name parameters ``module.…`` or
+    ``_orig_mod.…``; on the original they run inside the wrapper's forward as well."""
+    import torch
+
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    for _ in range(8):  # bounded: wrappers nest a few levels at most
+        inner = getattr(model, "_orig_mod", None)
+        if inner is None and isinstance(model, wrappers):
+            inner = model.module
+        if not isinstance(inner, torch.nn.Module):
+            return model
+        model = inner
+    return model
+
+
+def _eager(fn):
+    """A hook torch.compile runs as plain Python instead of tracing it (it reads clocks and
+    stores Python state; traced, each of those is a graph break and a warning)."""
+    import torch
+
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(fn) if disable is not None else fn
 
 
 def unit_axis(shape) -> int:
@@ -106,6 +136,7 @@ class Watcher:
     def __init__(self, model, optimizer, recorder: Recorder, clip: float | None = None,
                  histograms_every: int | None = 100, histogram_bins: int = 12, histogram_range=(-3.0, 3.0),
                  activations=(), update_ratio: bool = True, memory: bool = True):
+        model = unwrap(model)  # DDP / torch.compile: the hooks go on the original module
         self.model, self.optimizer, self.rec = model, optimizer, recorder
         self.clip = clip
         self.histograms_every = histograms_every
@@ -132,10 +163,10 @@ class Watcher:
                 raise KeyError(f"watch(activations=...): the model has no module {name!r}; its modules are "
                                f"{', '.join(n for n in modules if n)[:400]}")
             self._stats[name] = _ActivationStats()
-            self._handles.append(modules[name].register_forward_hook(self._activation_hook(name)))
+            self._handles.append(modules[name].register_forward_hook(_eager(self._activation_hook(name))))
         self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
         self._handles.append(optimizer.register_step_post_hook(self._post_step))
-        self._handles.append(model.register_forward_pre_hook(self._forward_pre))
+        self._handles.append(model.register_forward_pre_hook(_eager(self._forward_pre)))
         if clip is not None:
             recorder.define("clip/threshold", description="gradient-norm clipping cap given to watch()")
             recorder.define("clip/hit", description="1 when this step's global gradient norm reached the cap")

@@ -1,0 +1,79 @@
+"""CaliperCallback for PyTorch Lightning: a tiny attention model trained a few steps on CPU;
+the run directory opens with caliper's loader with the loss, the probes and watch's norms."""
+
+import pytest
+import torch
+
+pl = pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is in requirements-dev.txt")
+
+import caliper_vk as cv  # noqa: E402
+from caliper_vk.integrations.lightning import CaliperCallback  # noqa: E402
+from caliper_vk.record import load_run  # noqa: E402
+
+
+QUIET = dict(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+             enable_model_summary=False)
+
+
+class Tiny(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.save_hyperparameters({"d": 16, "lr": 0.01})
+        self.embed = torch.nn.Embedding(20, 16)
+        self.attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 20))
+
+    def forward(self, x):
+        h = self.embed(x)
+        a, _ = self.attn(h, h, h, average_attn_weights=False)
+        return self.mlp(h + a)
+
+    def training_step(self, batch, idx):
+        x, y = batch
+        loss = torch.nn.functional.cross_entropy(self(x).flatten(0, 1), y.flatten())
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.cross_entropy(self(x).flatten(0, 1), y.flatten()))
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=0.01)
+
+
+def loader(n=64):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 20, (n, 12), generator=g)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, (x + 1) % 20), batch_size=8)
+
+
+def test_lightning_callback_draws_and_records_a_run(tmp_path):
+    torch.manual_seed(0)
+    with cv.Session(window=False, size=(480, 320), budget=None) as session:
+        cb = CaliperCallback(outputs=["mlp.1"], attention=["attn"], embeddings="embed",
+                             run_dir=tmp_path / "run", session=session, record_every=2)
+        trainer = pl.Trainer(callbacks=[cb], max_steps=6, val_check_interval=4, limit_val_batches=2,
+                             num_sanity_val_steps=0, **QUIET)
+        trainer.fit(Tiny(), loader(), loader(16))
+        names = {p.name for p in session.panels}
+        assert {"mlp.1", "attn", "embed (principal axes)", "train/loss (raw + EMA)"} <= names
+        assert session.frames >= 5
+        pixels = session.render()
+        assert pixels[..., :3].std() > 0  # something was drawn
+    run = load_run(tmp_path / "run")
+    loss = run.metrics["train/loss"]
+    assert list(loss.step) == [1, 2, 3, 4, 5, 6]
+    assert "val/loss" in run.metrics and "grad_norm/global" in run.metrics
+    assert [f.step for f in run.arrays["outputs/mlp.1"]] == [2, 4, 6]
+    assert run.arrays["attention/attn"][0].array.shape == (2, 12, 12)  # per head, first example
+    assert run.arrays["outputs/mlp.1"][0].array.shape == (12, 32)
+    assert run.config["lr"] == 0.01
+
+
+def test_lightning_callback_names_a_missing_module(tmp_path):
+    cb = CaliperCallback(outputs=["nope"], session=None, window=False)
+    trainer = pl.Trainer(callbacks=[cb], max_steps=1, **QUIET)
+    with pytest.raises(KeyError, match=r"no module.*nope.*its modules are embed, attn"):
+        trainer.fit(Tiny(), loader(8))
+    assert cb.session is None
