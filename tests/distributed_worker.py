@@ -31,11 +31,16 @@ def heat(rank: int, step: int) -> np.ndarray:
 
 def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: int) -> None:
     rank = int(os.environ["RANK"])
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    backend = os.environ.get("CALIPER_TEST_BACKEND", "gloo")  # "nccl": one GPU per rank
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        device = f"cuda:{rank}"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     session = Session(window=False, size=SIZE, history=None) if rank == 0 else None
     recorder = caliper_vk.Recorder(out / "run") if rank == 0 else None
     g = distributed.gather(session=session, recorder=recorder, timeout_s=20.0)
-    pts, att = torch.zeros(N, 3), torch.zeros(H, W)
+    pts, att = torch.zeros(N, 3, device=device), torch.zeros(H, W, device=device)
     caliper_vk.attach(pts, "pointcloud", name="cloud")
     caliper_vk.attach(att, "heatmap", name="attn", ranks="side")
     torch.manual_seed(rank)
@@ -48,6 +53,7 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
         opt.zero_grad()
         loss.backward()
         opt.step()
+        assert caliper_vk.due(step)  # senders always; rank 0 here too (it waits for each frame)
         pts.copy_(torch.from_numpy(cloud(rank, step)))
         att.copy_(torch.from_numpy(heat(rank, step)))
         if rank == kill_rank and step == kill_step:

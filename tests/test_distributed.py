@@ -62,10 +62,15 @@ def check_frames(out: Path, world: int, steps, artifacts: Path) -> dict:
     return result
 
 
-def test_distributed_two_ranks_under_torchrun_draw_the_concatenated_twin(tmp_path, artifacts):
+def torchrun_two(tmp_path, **extra_env):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(WORKER), str(tmp_path), "4", "-1", "-1", "lockstep"]
-    done = subprocess.run(cmd, env=env(), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd, env=dict(env(), **extra_env), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_distributed_two_ranks_under_torchrun_draw_the_concatenated_twin(tmp_path, artifacts):
+    done = torchrun_two(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     result = check_frames(tmp_path, 2, range(1, 5), artifacts)
     assert not any(result["stopped"].values())
@@ -98,3 +103,15 @@ def test_distributed_three_ranks_one_killed_the_others_train_on(tmp_path, artifa
     run = load_run(tmp_path / "run")  # the record is intact, every step of the surviving ranks in it
     steps_of = {r: run.metrics[f"throughput/rank{r}_steps_per_s"].measured()[0] for r in range(3)}
     assert steps_of[0][-1] == steps and steps_of[1][-1] == steps and steps_of[2][-1] == kill - 1
+
+
+def test_distributed_nccl_gathers_gpu_to_gpu(tmp_path, artifacts):
+    """The NCCL path: payloads GPU to GPU into the renderer's shared CUDA memory."""
+    import torch
+
+    if not (torch.cuda.is_available() and torch.cuda.device_count() >= 2):
+        pytest.skip(f"NCCL needs one GPU per rank; this machine has {torch.cuda.device_count()} "
+                    "(the gloo tests above cover the gather; run this one on a machine with two GPUs)")
+    done = torchrun_two(tmp_path, CALIPER_TEST_BACKEND="nccl")
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_frames(tmp_path, 2, range(1, 5), artifacts)

@@ -92,6 +92,9 @@ def test_the_oldest_frames_are_dropped_at_the_budget():
         kept = s.history.steps()
         assert kept == list(range(kept[0], 21)) and 7 <= len(kept) <= 8
         assert s.history.nbytes <= 8 * 3072
+        memory = dict(s.device.memory_stats)
+        drive(s, range(21, 41), [pts], [p])  # the ring is full: it reuses its chunks, allocates nothing
+        assert s.device.memory_stats == memory and s.history.steps()[-1] == 40
         with pytest.raises(KeyError, match="step 1 is not kept"):
             s.rewind(1)
 

@@ -131,10 +131,12 @@ class Gather:
             raise ValueError(f"renderer={renderer} is not a rank of this {self.world}-process job")
         self.renderer, self.timeout_s, self.recorder = renderer, float(timeout_s), recorder
         self.group = group if group is not None else dist.new_group(backend="gloo")
-        self.nccl = dist.get_backend() == "nccl"
+        # payloads go over NCCL when the job has it and every probe is a CUDA tensor (decided at
+        # the first step); otherwise through the gloo messages (a CUDA probe then via the host)
+        self.nccl = False
         # NCCL payloads get a communicator of their own: a thread's p2p on the training's
         # communicator could interleave with its collectives differently on each rank
-        self.nccl_group = dist.new_group(backend="nccl") if self.nccl else None
+        self.nccl_group = dist.new_group(backend="nccl") if "nccl" in str(dist.get_backend()) else None
         self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots of the probes, event)
         self._nccl_buffers: dict = {}  # id(header buffer) -> (receive buffers on the GPU, event)
         self.is_renderer = self.rank == renderer
@@ -185,7 +187,7 @@ class Gather:
             shape[0] *= self.world
         else:
             shape[-1] *= self.world
-        device = "cuda" if self.nccl and tensor.device.type == "cuda" else "cpu"
+        device = "cuda" if tensor.device.type == "cuda" else "cpu"
         probe.combined = empty(tuple(shape), tensor.dtype, device)
         probe.caption = (f"ranks 0–{self.world - 1} side by side" if probe.layout == "side"
                          else f"ranks 0–{self.world - 1} stacked")
@@ -218,12 +220,17 @@ class Gather:
         self._gather()
         return self.session.step(self.step_count)
 
+    def due(self, step: int | None = None) -> bool:
+        """The renderer: whether its next step draws (``Session.due``); the other ranks send
+        every step, so for them it is always True."""
+        return self.session.due(step) if self.is_renderer else True
+
     def _steps_per_s(self) -> float:
         t = self._times
         return (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 and t[-1] > t[0] else 0.0
 
     def _device_bytes(self) -> float:
-        if self.nccl:
+        if any(p.tensor.is_cuda for p in self.probes):
             import torch
 
             return float(torch.cuda.memory_allocated())
@@ -246,12 +253,13 @@ class Gather:
         header[7] = 1.0 if finished else 0.0
         buf[:HEADER_BYTES].view(torch.float64).copy_(torch.tensor(header, dtype=torch.float64))
         if self.nccl:  # snapshot on the training stream; the sender thread sends it GPU to GPU
-            out, event = self._nccl_out.get(id(buf)) or ([torch.empty_like(p.tensor) for p in self.probes],
-                                                         torch.cuda.Event())
+            out, ready, sent = self._nccl_out.get(id(buf)) or (
+                [torch.empty_like(p.tensor) for p in self.probes], torch.cuda.Event(), torch.cuda.Event())
+            torch.cuda.current_stream().wait_event(sent)  # its previous send has read it
             for o, p in zip(out, self.probes, strict=True):
                 o.copy_(p.tensor.detach())
-            event.record()
-            self._nccl_out[id(buf)] = (out, event)
+            ready.record()
+            self._nccl_out[id(buf)] = (out, ready, sent)
             return
         for p in self.probes:
             start = HEADER_BYTES + p.offset
@@ -259,6 +267,7 @@ class Gather:
 
     def _start(self) -> None:
         self.started = True
+        self.nccl = self.nccl_group is not None and all(p.tensor.is_cuda for p in self.probes)
         dist, g = self.dist, self.group
         if not self.is_renderer:
             nbytes = HEADER_BYTES + (0 if self.nccl else self.payload_bytes)
@@ -285,14 +294,17 @@ class Gather:
             self._receivers[r].start()
 
     # -- NCCL: payloads GPU to GPU ----------------------------------------------------------------
-    def _send_nccl(self, out: list, event) -> None:
+    def _send_nccl(self, out: list, ready, sent) -> None:
         """The snapshots of the probes, GPU to GPU, after the header (NCCL's ordering is per
-        communicator: the renderer receives them right after the header)."""
+        communicator: the renderer receives them right after the header). Runs on the sender
+        thread, on the snapshots' device (a thread's current device starts at 0)."""
         import torch
 
-        torch.cuda.current_stream().wait_event(event)  # the snapshot is complete (no host wait)
-        for o in out:
-            self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
+        with torch.cuda.device(out[0].device):
+            torch.cuda.current_stream().wait_event(ready)  # the snapshot is complete (no host wait)
+            for o in out:
+                self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
+            sent.record()  # after the sends (send() made this stream wait for them)
 
     def _recv_nccl(self, header, src: int) -> None:
         """Into receive buffers on the renderer's GPU that travel with ``header`` (the receiver's
@@ -302,10 +314,11 @@ class Gather:
 
         out, event = self._nccl_buffers.get(id(header)) or ([torch.empty_like(p.tensor) for p in self.probes],
                                                             torch.cuda.Event())
-        torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
-        for o in out:
-            self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
-        event.record()
+        with torch.cuda.device(out[0].device):  # this thread's current device starts at 0
+            torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
+            for o in out:
+                self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
+            event.record()
         self._nccl_buffers[id(header)] = (out, event)
 
     # -- the renderer ---------------------------------------------------------------------------
