@@ -116,6 +116,19 @@ def test_save_history_writes_array_probes_a_run_loads(tmp_path):
     np.testing.assert_array_equal(attn[-1].array, values[8][1].float().numpy())
 
 
+def test_save_history_into_a_run_being_recorded(tmp_path):
+    pts = caliper_vk.empty((16, 3))
+    rec = caliper_vk.Recorder(tmp_path / "training")
+    with Session(window=False, size=(120, 80), history="1MB") as s:
+        p = s.attach(pts, "pointcloud", name="cloud")
+        for step in range(1, 4):
+            rec.log(train_loss=1.0 / step, step=step)
+        drive(s, range(1, 4), [pts], [p])
+        assert s.save_history(rec) == rec.dir
+    run = load_run(rec.close())
+    assert [f.step for f in run.arrays["live/cloud"]] == [1, 2, 3] and len(run.metrics["train/loss"]) == 3
+
+
 def test_history_budget_strings_and_off():
     assert parse_budget("256MB") == 256_000_000 and parse_budget("1GiB") == 1 << 30
     assert parse_budget(None) == 0 and parse_budget(0) == 0 and parse_budget(4096) == 4096
