@@ -62,18 +62,22 @@ def check_frames(out: Path, world: int, steps, artifacts: Path) -> dict:
     return result
 
 
-def torchrun_two(tmp_path, **extra_env):
+def torchrun_two(tmp_path, steps=4, lockstep="lockstep", **extra_env):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(WORKER), str(tmp_path), "4", "-1", "-1", "lockstep"]
+           str(WORKER), str(tmp_path), str(steps), "-1", "-1", lockstep]
     return subprocess.run(cmd, env=dict(env(), **extra_env), cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
 
 
 def test_distributed_two_ranks_under_torchrun_draw_the_concatenated_twin(tmp_path, artifacts):
-    done = torchrun_two(tmp_path)
+    """Steps 1-4 in lockstep are drawn exactly; at step 5 rank 1 hangs for 4 s: the renderer waits
+    2 s (timeout_s), says so and draws on without it, and takes it back when it sends again."""
+    done = torchrun_two(tmp_path, steps=7, lockstep="lockstep<5", CALIPER_TEST_STALL="1:5:4",
+                        CALIPER_TEST_TIMEOUT="2")
     assert done.returncode == 0, done.stderr[-3000:]
     result = check_frames(tmp_path, 2, range(1, 5), artifacts)
-    assert not any(result["stopped"].values())
+    assert result["notes_by_step"]["5"] == "rank 1 stopped after step 4 (nothing for 2 s)"
+    assert not any(result["stopped"].values())  # it sent again
     assert result["notes"] == ["colour: rank", "ranks 0–1 side by side"]
     run = load_run(tmp_path / "run")
     for r in range(2):  # each rank's throughput and memory, recorded on the rendering rank
