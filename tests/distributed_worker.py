@@ -50,7 +50,7 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
     torch.manual_seed(rank)
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    shown, notes = {}, {}
+    shown, notes, messages = {}, {}, {}
     for step in range(1, steps + 1):
         x = torch.randn(32, 8)
         loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
@@ -69,6 +69,7 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
             np.save(out / f"frame_{step}.npy", frame)
             shown[step] = {r: s.step for r, s in g.ranks.items()}
             notes[step] = session.panels[0].note
+            messages[step] = session.message
         if step < lockstep_until:  # the exactness tests: rank r's message of step k is the one drawn at step k
             dist.barrier()
     if stall[0] >= 0:  # after a stall, every rank is here: rank 0 draws on until it hears again
@@ -86,6 +87,7 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
         panels = {p.name: [p.view.rect.x, p.view.rect.y, p.view.rect.width, p.view.rect.height]
                   for p in session.panels}
         result.update(shown=shown, panels=panels, notes=[p.note for p in session.panels], notes_by_step=notes,
+                      messages=messages,
                       stopped={r: s.stopped for r, s in g.ranks.items()}, status=session.status().line())
         recorder.close()
     (out / f"rank{rank}.json").write_text(json.dumps(result))

@@ -390,13 +390,13 @@ class Gather:
     def _report(self) -> None:
         """Every panel's title and the status line name the stopped ranks; the recorder gets each
         rank's throughput and memory at every step it reported."""
-        stopped = [s.stopped for s in self.ranks.values() if s.stopped]
-        note = "; ".join(stopped)
+        stopped = [s for s in self.ranks.values() if s.stopped]
+        note = ", ".join(f"rank {s.rank} stopped at step {s.step}" for s in stopped)  # the title: short
         for p in self.probes:
             p.panel.note = note or p.caption  # what a stopped rank means comes first
         session = self.session
         if stopped:
-            session.message = note
+            session.message = "; ".join(s.stopped for s in stopped)  # the status line: with the reason
         elif session.message.startswith("rank "):
             session.message = ""
         if self.recorder is None:
