@@ -391,7 +391,7 @@ class Gather:
         """Every panel's title and the status line name the stopped ranks; the recorder gets each
         rank's throughput and memory at every step it reported."""
         stopped = [s for s in self.ranks.values() if s.stopped]
-        note = ", ".join(f"rank {s.rank} stopped at step {s.step}" for s in stopped)  # the title: short
+        note = ", ".join(f"rank {s.rank} stopped" for s in stopped)  # the title: short (the step: status line)
         for p in self.probes:
             p.panel.note = note or p.caption  # what a stopped rank means comes first
         session = self.session
