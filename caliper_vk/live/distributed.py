@@ -19,8 +19,9 @@ never waits for a frame:
   of one combined tensor per probe (``caliper_vk.empty``: the session draws it
   zero-copy) under ``panel.writing()``, and draws. A rank whose connection closed
   (it died) or that sent nothing for ``timeout_s`` is marked stopped: its last data
-  stays on screen, the panel's title and the status line say which rank stopped and
-  at which step, and nobody waits for it again (a message from it later revives it).
+  stays on screen, every panel's title says which rank stopped and the status line
+  after which step and why, and nobody waits for it again (a message from it later
+  revives it). The renderer waits only when its session has a frame due.
 
 Why threads and blocking ``send``/``recv``: gloo's ``irecv`` cannot be polled
 (``is_completed()`` turns true only inside ``wait()``), and a ``wait(timeout)``
@@ -33,11 +34,12 @@ points coloured by rank) or ``"side"`` by side (along the last axis). Every rank
 attach the same probes (names, shapes, dtypes) in the same order, before its first
 ``step()``.
 
-NCCL (CUDA tensors): the headers still travel on the gloo group (liveness and
-timeouts as above); the payload goes GPU to GPU with NCCL ``send``/``recv`` into a
-per-rank receive buffer on the renderer's GPU, and is copied device-to-device into
-the combined tensor (``caliper_vk.empty(device="cuda")``, shared with Vulkan) on
-torch's stream inside ``panel.writing()``. It needs one GPU per rank; the tests here
+NCCL (a job with NCCL whose probes are all CUDA tensors): the headers still travel
+on the gloo group (liveness and timeouts as above); the payload goes GPU to GPU with
+NCCL ``send``/``recv`` (on an NCCL group of its own) into receive buffers on the
+renderer's GPU, and is copied device-to-device into the combined tensor
+(``caliper_vk.empty(device="cuda")``, shared with Vulkan) on torch's stream inside
+``panel.writing()``. It needs one GPU per rank; the tests here
 run gloo on CPU.
 """
 
@@ -53,6 +55,7 @@ import numpy as np
 from .ranklinks import HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, rss_bytes
 
 LAYOUTS = ("concat", "side")
+
 
 def in_job() -> bool:
     """True inside an initialised torch.distributed job of more than one process."""
@@ -137,7 +140,7 @@ class Gather:
         # NCCL payloads get a communicator of their own: a thread's p2p on the training's
         # communicator could interleave with its collectives differently on each rank
         self.nccl_group = dist.new_group(backend="nccl") if "nccl" in str(dist.get_backend()) else None
-        self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots of the probes, event)
+        self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots, ready event, sent event)
         self._nccl_buffers: dict = {}  # id(header buffer) -> (receive buffers on the GPU, event)
         self.is_renderer = self.rank == renderer
         self._session = session
