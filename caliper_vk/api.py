@@ -70,7 +70,12 @@ def step(step: int | None = None) -> bool:
 
 def due(step: int | None = None) -> bool:
     """Whether the default session's next ``step()`` would draw: skip computing what is
-    only drawn when it would not be (see :meth:`Session.due`)."""
+    only drawn when it would not be (see :meth:`Session.due`). In a distributed job the ranks
+    that send are always due (every step's probes are sent)."""
+    from .live import distributed
+
+    if distributed._default is not None:
+        return distributed._default.due(step)
     if _session is None:
         return False
     return _session.due(step)

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,39 +32,62 @@ def heat(rank: int, step: int) -> np.ndarray:
 
 def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: int) -> None:
     rank = int(os.environ["RANK"])
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    backend = os.environ.get("CALIPER_TEST_BACKEND", "gloo")  # "nccl": one GPU per rank
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        device = f"cuda:{rank}"
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     session = Session(window=False, size=SIZE, history=None, budget=None) if rank == 0 else None
     recorder = caliper_vk.Recorder(out / "run") if rank == 0 else None
-    g = distributed.gather(session=session, recorder=recorder, timeout_s=20.0)
-    pts, att = torch.zeros(N, 3), torch.zeros(H, W)
+    # CALIPER_TEST_STALL="rank:step:seconds": that rank sleeps before that step's send (a hung rank)
+    stall = [float(v) for v in os.environ.get("CALIPER_TEST_STALL", "-1:-1:0").split(":")]
+    timeout = float(os.environ.get("CALIPER_TEST_TIMEOUT", "20"))
+    g = distributed.gather(session=session, recorder=recorder, timeout_s=timeout)
+    pts, att = torch.zeros(N, 3, device=device), torch.zeros(H, W, device=device)
     caliper_vk.attach(pts, "pointcloud", name="cloud")
     caliper_vk.attach(att, "heatmap", name="attn", ranks="side")
     torch.manual_seed(rank)
     model = torch.nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    shown = {}
+    shown, notes, messages = {}, {}, {}
     for step in range(1, steps + 1):
         x = torch.randn(32, 8)
         loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
+        assert caliper_vk.due(step)  # senders always; rank 0 here too (it waits for each frame)
         pts.copy_(torch.from_numpy(cloud(rank, step)))
         att.copy_(torch.from_numpy(heat(rank, step)))
         if rank == kill_rank and step == kill_step:
             os.kill(os.getpid(), signal.SIGKILL)
+        if rank == stall[0] and step == stall[1]:
+            time.sleep(stall[2])
         if caliper_vk.step(step) and rank == 0:
             frame = session.flush()
             np.save(out / f"frame_{step}.npy", frame)
             shown[step] = {r: s.step for r, s in g.ranks.items()}
+            notes[step] = session.panels[0].note
+            messages[step] = session.message
         if step < lockstep_until:  # the exactness tests: rank r's message of step k is the one drawn at step k
             dist.barrier()
+    if stall[0] >= 0:  # after a stall, every rank is here: rank 0 draws on until it hears again
+        dist.barrier()
+        for extra in range(1, 100):
+            if rank != 0 or not any(s.stopped for s in g.ranks.values()):
+                break
+            time.sleep(0.05)
+            caliper_vk.step(steps + extra)
+            session.flush()
+        notes["end"] = session.panels[0].note if rank == 0 else ""
     g.close()
     result = {"rank": rank, "steps": step, "loss": loss.item()}
     if rank == 0:
         panels = {p.name: [p.view.rect.x, p.view.rect.y, p.view.rect.width, p.view.rect.height]
                   for p in session.panels}
-        result.update(shown=shown, panels=panels, notes=[p.note for p in session.panels],
+        result.update(shown=shown, panels=panels, notes=[p.note for p in session.panels], notes_by_step=notes,
+                      messages=messages,
                       stopped={r: s.stopped for r, s in g.ranks.items()}, status=session.status().line())
         recorder.close()
     (out / f"rank{rank}.json").write_text(json.dumps(result))

@@ -92,6 +92,9 @@ def test_the_oldest_frames_are_dropped_at_the_budget():
         kept = s.history.steps()
         assert kept == list(range(kept[0], 21)) and 7 <= len(kept) <= 8
         assert s.history.nbytes <= 8 * 3072
+        memory = dict(s.device.memory_stats)
+        drive(s, range(21, 41), [pts], [p])  # the ring is full: it reuses its chunks, allocates nothing
+        assert s.device.memory_stats == memory and s.history.steps()[-1] == 40
         with pytest.raises(KeyError, match="step 1 is not kept"):
             s.rewind(1)
 
@@ -111,6 +114,19 @@ def test_save_history_writes_array_probes_a_run_loads(tmp_path):
         np.testing.assert_array_equal(f.array, values[f.step][0].numpy())
     attn = run.arrays["live/attn"]
     np.testing.assert_array_equal(attn[-1].array, values[8][1].float().numpy())
+
+
+def test_save_history_into_a_run_being_recorded(tmp_path):
+    pts = caliper_vk.empty((16, 3))
+    rec = caliper_vk.Recorder(tmp_path / "training")
+    with Session(window=False, size=(120, 80), history="1MB") as s:
+        p = s.attach(pts, "pointcloud", name="cloud")
+        for step in range(1, 4):
+            rec.log(train_loss=1.0 / step, step=step)
+        drive(s, range(1, 4), [pts], [p])
+        assert s.save_history(rec) == rec.dir
+    run = load_run(rec.close())
+    assert [f.step for f in run.arrays["live/cloud"]] == [1, 2, 3] and len(run.metrics["train/loss"]) == 3
 
 
 def test_history_budget_strings_and_off():

@@ -19,8 +19,9 @@ never waits for a frame:
   of one combined tensor per probe (``caliper_vk.empty``: the session draws it
   zero-copy) under ``panel.writing()``, and draws. A rank whose connection closed
   (it died) or that sent nothing for ``timeout_s`` is marked stopped: its last data
-  stays on screen, the panel's title and the status line say which rank stopped and
-  at which step, and nobody waits for it again (a message from it later revives it).
+  stays on screen, every panel's title says which rank stopped and the status line
+  after which step and why, and nobody waits for it again (a message from it later
+  revives it). The renderer waits only when its session has a frame due.
 
 Why threads and blocking ``send``/``recv``: gloo's ``irecv`` cannot be polled
 (``is_completed()`` turns true only inside ``wait()``), and a ``wait(timeout)``
@@ -33,11 +34,12 @@ points coloured by rank) or ``"side"`` by side (along the last axis). Every rank
 attach the same probes (names, shapes, dtypes) in the same order, before its first
 ``step()``.
 
-NCCL (CUDA tensors): the headers still travel on the gloo group (liveness and
-timeouts as above); the payload goes GPU to GPU with NCCL ``send``/``recv`` into a
-per-rank receive buffer on the renderer's GPU, and is copied device-to-device into
-the combined tensor (``caliper_vk.empty(device="cuda")``, shared with Vulkan) on
-torch's stream inside ``panel.writing()``. It needs one GPU per rank; the tests here
+NCCL (a job with NCCL whose probes are all CUDA tensors): the headers still travel
+on the gloo group (liveness and timeouts as above); the payload goes GPU to GPU with
+NCCL ``send``/``recv`` (on an NCCL group of its own) into receive buffers on the
+renderer's GPU, and is copied device-to-device into the combined tensor
+(``caliper_vk.empty(device="cuda")``, shared with Vulkan) on torch's stream inside
+``panel.writing()``. It needs one GPU per rank; the tests here
 run gloo on CPU.
 """
 
@@ -53,6 +55,7 @@ import numpy as np
 from .ranklinks import HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, rss_bytes
 
 LAYOUTS = ("concat", "side")
+
 
 def in_job() -> bool:
     """True inside an initialised torch.distributed job of more than one process."""
@@ -131,11 +134,13 @@ class Gather:
             raise ValueError(f"renderer={renderer} is not a rank of this {self.world}-process job")
         self.renderer, self.timeout_s, self.recorder = renderer, float(timeout_s), recorder
         self.group = group if group is not None else dist.new_group(backend="gloo")
-        self.nccl = dist.get_backend() == "nccl"
+        # payloads go over NCCL when the job has it and every probe is a CUDA tensor (decided at
+        # the first step); otherwise through the gloo messages (a CUDA probe then via the host)
+        self.nccl = False
         # NCCL payloads get a communicator of their own: a thread's p2p on the training's
         # communicator could interleave with its collectives differently on each rank
-        self.nccl_group = dist.new_group(backend="nccl") if self.nccl else None
-        self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots of the probes, event)
+        self.nccl_group = dist.new_group(backend="nccl") if "nccl" in str(dist.get_backend()) else None
+        self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots, ready event, sent event)
         self._nccl_buffers: dict = {}  # id(header buffer) -> (receive buffers on the GPU, event)
         self.is_renderer = self.rank == renderer
         self._session = session
@@ -185,7 +190,7 @@ class Gather:
             shape[0] *= self.world
         else:
             shape[-1] *= self.world
-        device = "cuda" if self.nccl and tensor.device.type == "cuda" else "cpu"
+        device = "cuda" if tensor.device.type == "cuda" else "cpu"
         probe.combined = empty(tuple(shape), tensor.dtype, device)
         probe.caption = (f"ranks 0–{self.world - 1} side by side" if probe.layout == "side"
                          else f"ranks 0–{self.world - 1} stacked")
@@ -218,12 +223,17 @@ class Gather:
         self._gather()
         return self.session.step(self.step_count)
 
+    def due(self, step: int | None = None) -> bool:
+        """The renderer: whether its next step draws (``Session.due``); the other ranks send
+        every step, so for them it is always True."""
+        return self.session.due(step) if self.is_renderer else True
+
     def _steps_per_s(self) -> float:
         t = self._times
         return (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 and t[-1] > t[0] else 0.0
 
     def _device_bytes(self) -> float:
-        if self.nccl:
+        if any(p.tensor.is_cuda for p in self.probes):
             import torch
 
             return float(torch.cuda.memory_allocated())
@@ -246,12 +256,13 @@ class Gather:
         header[7] = 1.0 if finished else 0.0
         buf[:HEADER_BYTES].view(torch.float64).copy_(torch.tensor(header, dtype=torch.float64))
         if self.nccl:  # snapshot on the training stream; the sender thread sends it GPU to GPU
-            out, event = self._nccl_out.get(id(buf)) or ([torch.empty_like(p.tensor) for p in self.probes],
-                                                         torch.cuda.Event())
+            out, ready, sent = self._nccl_out.get(id(buf)) or (
+                [torch.empty_like(p.tensor) for p in self.probes], torch.cuda.Event(), torch.cuda.Event())
+            torch.cuda.current_stream().wait_event(sent)  # its previous send has read it
             for o, p in zip(out, self.probes, strict=True):
                 o.copy_(p.tensor.detach())
-            event.record()
-            self._nccl_out[id(buf)] = (out, event)
+            ready.record()
+            self._nccl_out[id(buf)] = (out, ready, sent)
             return
         for p in self.probes:
             start = HEADER_BYTES + p.offset
@@ -259,6 +270,7 @@ class Gather:
 
     def _start(self) -> None:
         self.started = True
+        self.nccl = self.nccl_group is not None and all(p.tensor.is_cuda for p in self.probes)
         dist, g = self.dist, self.group
         if not self.is_renderer:
             nbytes = HEADER_BYTES + (0 if self.nccl else self.payload_bytes)
@@ -285,14 +297,17 @@ class Gather:
             self._receivers[r].start()
 
     # -- NCCL: payloads GPU to GPU ----------------------------------------------------------------
-    def _send_nccl(self, out: list, event) -> None:
+    def _send_nccl(self, out: list, ready, sent) -> None:
         """The snapshots of the probes, GPU to GPU, after the header (NCCL's ordering is per
-        communicator: the renderer receives them right after the header)."""
+        communicator: the renderer receives them right after the header). Runs on the sender
+        thread, on the snapshots' device (a thread's current device starts at 0)."""
         import torch
 
-        torch.cuda.current_stream().wait_event(event)  # the snapshot is complete (no host wait)
-        for o in out:
-            self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
+        with torch.cuda.device(out[0].device):
+            torch.cuda.current_stream().wait_event(ready)  # the snapshot is complete (no host wait)
+            for o in out:
+                self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
+            sent.record()  # after the sends (send() made this stream wait for them)
 
     def _recv_nccl(self, header, src: int) -> None:
         """Into receive buffers on the renderer's GPU that travel with ``header`` (the receiver's
@@ -302,10 +317,11 @@ class Gather:
 
         out, event = self._nccl_buffers.get(id(header)) or ([torch.empty_like(p.tensor) for p in self.probes],
                                                             torch.cuda.Event())
-        torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
-        for o in out:
-            self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
-        event.record()
+        with torch.cuda.device(out[0].device):  # this thread's current device starts at 0
+            torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
+            for o in out:
+                self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
+            event.record()
         self._nccl_buffers[id(header)] = (out, event)
 
     # -- the renderer ---------------------------------------------------------------------------
@@ -377,13 +393,13 @@ class Gather:
     def _report(self) -> None:
         """Every panel's title and the status line name the stopped ranks; the recorder gets each
         rank's throughput and memory at every step it reported."""
-        stopped = [s.stopped for s in self.ranks.values() if s.stopped]
-        note = "; ".join(stopped)
+        stopped = [s for s in self.ranks.values() if s.stopped]
+        note = ", ".join(f"rank {s.rank} stopped" for s in stopped)  # the title: short (the step: status line)
         for p in self.probes:
             p.panel.note = note or p.caption  # what a stopped rank means comes first
         session = self.session
         if stopped:
-            session.message = note
+            session.message = "; ".join(s.stopped for s in stopped)  # the status line: with the reason
         elif session.message.startswith("rank "):
             session.message = ""
         if self.recorder is None:

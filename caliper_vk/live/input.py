@@ -46,7 +46,7 @@ def _history_key(code: int) -> str:
 
 
 def rewind_key(session, key: str) -> bool:
-    """Apply a history key to ``session``; False when it is not one (or nothing is kept)."""
+    """Apply a history key to ``session``; False when ``key`` is not one or there is no history."""
     history = session.history
     if history is None or key not in ("left", "right", "home", "end"):
         return False

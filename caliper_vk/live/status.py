@@ -114,12 +114,11 @@ def warning_counts(view) -> tuple[int, int]:
 def title_items(panel) -> tuple[list, list]:
     """(left, right) items of a panel's title bar: its name; warnings, then the view's legend."""
     left = [(panel.name, chrome.FOREGROUND)]
-    if getattr(panel, "note", ""):
-        left.append((f"  {panel.note}", chrome.WARNING))
     if panel.error:
         return left, [("stopped: " + panel.error.splitlines()[0], chrome.ERROR)]
     view = panel.view
-    right = []
+    note = getattr(panel, "note", "")  # first on the right: cut last (a distributed job's ranks)
+    right = [(f"{note}  ", chrome.WARNING)] if note else []
     bad, outside = warning_counts(view)
     if bad:
         right.append((f"{bad} NaN/Inf  ", chrome.NONFINITE))

@@ -85,7 +85,8 @@ def test_attach_close_cycles_leak_nothing(monkeypatch):
 
     device = Device()  # private: closed at the end, when the validation layer lists survivors
     try:
-        with cv.Session(window=False, size=(64, 48), device=device) as s:
+        # no history: its ring grows by design until its budget (tests/test_rewind.py checks it stops there)
+        with cv.Session(window=False, size=(64, 48), device=device, history=None) as s:
             t = cv.empty((500, 3))
             t.copy_(torch.randn(500, 3))
             h = torch.randn(16, 16)
@@ -117,7 +118,8 @@ def test_attach_close_cycles_leak_nothing(monkeypatch):
 
 
 def test_ten_thousand_frames_stay_flat(monkeypatch):
-    with cv.Session(window=False, size=(64, 48), budget=None) as s:  # every frame it can
+    # every frame it can; no history (the ring grows to its budget)
+    with cv.Session(window=False, size=(64, 48), budget=None, history=None) as s:
         t = cv.empty((200, 3))
         panel = s.attach(t, "pointcloud")
         for _ in range(50):
