@@ -341,6 +341,32 @@ class History:
             self._recorder = None
 
 
+class Rewind:
+    """The session's rewind controls (mixed into :class:`~caliper_vk.live.Session`, whose
+    ``history`` is a :class:`History` or None)."""
+
+    history: History | None
+    paused: bool
+
+    def rewind(self, step: int) -> None:
+        """Pause and show kept ``step`` (drawn at the next ``step()``/``render()``)."""
+        if self.history is None:
+            raise RuntimeError("this session keeps no history; open it with Session(history='256MB')")
+        self.history.show(step)
+        self.paused = True
+
+    def live(self) -> None:
+        """Back to the live view (End in the window)."""
+        if self.history is not None:
+            self.history.show(None)
+        self.paused = False
+
+    def save_history(self, run):
+        """Write the kept frames as array probes into a run (a ``Recorder`` or a new run folder);
+        returns the run folder."""
+        return save_history(self, run)
+
+
 def save_history(session, run):
     """Write ``session``'s kept frames into a run as array probes (see ``Session.save_history``).
 

@@ -36,7 +36,7 @@ from . import input as window_input
 from .attach import attach_panel, build
 from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
-from .history import History, save_history
+from .history import History, Rewind
 from .history import parse_budget as parse_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
@@ -46,7 +46,7 @@ from .sinks import LIVE_FPS, open_sinks
 from .status import Status, session_status, update_titles
 
 
-class Session:
+class Session(Rewind):
     """A set of live panels drawn every training step, in a window or offscreen.
 
     Parameters
@@ -455,24 +455,6 @@ class Session:
                    else "paused, window closed, or a producer mid-write")
             raise RuntimeError(f"could not draw a frame ({why})")
         return self.flush()
-
-    # -- history (caliper_vk.live.history) ---------------------------------------------------
-    def rewind(self, step: int) -> None:
-        """Pause and show kept ``step`` (drawn at the next ``step()``/``render()``)."""
-        if self.history is None:
-            raise RuntimeError("this session keeps no history; open it with Session(history='256MB')")
-        self.history.show(step)
-        self.paused = True
-
-    def live(self) -> None:
-        """Back to the live view (End in the window)."""
-        if self.history is not None:
-            self.history.show(None)
-        self.paused = False
-
-    def save_history(self, run) -> Path:
-        """Write the kept frames as array probes into a run (a ``Recorder`` or a new run folder)."""
-        return save_history(self, run)
 
     def save_png(self, path) -> Path:
         return self.canvas.save_png(path, self.flush())
