@@ -196,7 +196,8 @@ class Canvas:
         rec.barrier()  # after every earlier frame's writes (barriers reach back across submissions)
         rec.copy_image_to_buffer(self.image, self._readback)
         rec.host_barrier()
-        rec.mark("readback")
+        if self.profiler is not None:  # read_back() submits it again after the frame's own
+            self.profiler.write(rec, "readback", reset=True)
         rec.end()
 
     def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),

@@ -35,9 +35,13 @@ class Profiler:
         vk.vkCmdResetQueryPool(rec.handle, self.handle, 0, self.capacity)
         self.write(rec, "start")
 
-    def write(self, rec, label: str) -> None:
+    def write(self, rec, label: str, reset: bool = False) -> None:
+        """Write the next timestamp; ``reset`` resets its query first (a command buffer that may
+        run again without the frame's reset before it: a canvas's stand-alone readback)."""
         if len(self.labels) >= self.capacity:
             return
+        if reset:
+            vk.vkCmdResetQueryPool(rec.handle, self.handle, len(self.labels), 1)
         vk.vkCmdWriteTimestamp(rec.handle, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.handle,
                                len(self.labels))
         self.labels.append(label)

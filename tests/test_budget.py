@@ -160,7 +160,7 @@ def test_a_bad_budget_is_refused(budget, min_fps):
         cv.Session(window=False, size=(32, 32), budget=budget, min_fps=min_fps)
 
 
-def test_budget_on_the_status_line():
+def test_budget_on_the_status_line(monkeypatch):
     with cv.Session(window=False, size=(64, 48), budget=0.05) as s:
         s.attach(torch.randn(8, 8), "heatmap")
         s.step()
@@ -171,8 +171,18 @@ def test_budget_on_the_status_line():
         assert share == "…" or (share.endswith("%") and 0 <= float(share[:-1]) <= 100), line
     with cv.Session(window=False, size=(64, 48), budget=None) as s:
         assert "of training" not in s.status().line()
+    monkeypatch.delenv("CALIPER_VK_BUDGET", raising=False)  # the suite turns it off (conftest.py)
     with cv.Session(window=False, size=(64, 48)) as s:
         assert s.budget.share == 0.05  # every session has one by default
+    monkeypatch.setenv("CALIPER_VK_BUDGET", "0.1")
+    with cv.Session(window=False, size=(64, 48)) as s:
+        assert s.budget.share == 0.1
+    monkeypatch.setenv("CALIPER_VK_BUDGET", "off")
+    with cv.Session(window=False, size=(64, 48)) as s:
+        assert s.budget.share is None and "of training" not in s.status().line()
+    monkeypatch.setenv("CALIPER_VK_BUDGET", "lots")
+    with pytest.raises(ValueError, match="CALIPER_VK_BUDGET must be"):
+        cv.Session(window=False, size=(32, 32))
 
 
 def test_budget_holds_in_a_real_short_loop():

@@ -65,7 +65,7 @@ def test_hf_callback_draws_attention_and_records_a_run(tmp_path):
 
 
 def test_hf_callback_without_a_run_dir_only_draws(tmp_path):
-    with cv.Session(window=False, size=(320, 240)) as session:  # the default budget
+    with cv.Session(window=False, size=(320, 240), budget=0.05) as session:  # the default share
         cb = CaliperCallback(session=session)
         transformers.Trainer(model=tiny_gpt2(), args=args(tmp_path), train_dataset=Tokens(),
                              callbacks=[cb]).train()

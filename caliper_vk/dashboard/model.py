@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..record import Run
+from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, flat_limits, log_limits, measured_extremes,  # noqa: F401
+                     robust_limits, spans_decades, zero_based)
 
 AXES = ("step", "epoch", "time")
 AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)"}
@@ -321,149 +323,6 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     if latest is not None and latest != b:
         text += f"; latest state: step {latest}"
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
-
-
-ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
-OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
-
-
-def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
-    """(min, max) of the finite values of ``v`` (None, None when there are none), without a
-    filtered copy unless a NaN or an infinity is present."""
-    if not len(v):
-        return None, None
-    lo, hi = float(np.min(v)), float(np.max(v))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        f = v[np.isfinite(v)]
-        if not len(f):
-            return None, None
-        lo, hi = float(f.min()), float(f.max())
-    return lo, hi
-
-
-def measured_extremes(s) -> tuple[float | None, float | None]:
-    """(min, max) of a series' finite measured values (placeholders left out), computed once per
-    value array: the scale decisions of every panel read them, and a million-step column costs
-    milliseconds to scan."""
-    memo = s.__dict__.get("_extremes")
-    if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
-        return memo[2]
-    v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-    out = _finite_extremes(v)
-    s.__dict__["_extremes"] = (s.value, s.placeholder, out)
-    return out
-
-
-def log_limits(runs: list[Run], panel: Panel, pad: float = 0.05) -> tuple[float, float] | None:
-    """Y limits of a log axis: the positive finite values' extremes widened by ``pad`` of the
-    span in decades on each side (at least 5% of a value), so a series at an extreme (a learning
-    rate of 1 in a sweep down to 1e-5) is drawn inside the plot, not on its frame. None when no
-    value is positive."""
-    lo, hi = math.inf, 0.0
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is None or not len(s):
-                continue
-            vmin, vmax = measured_extremes(s)
-            if vmin is None or vmax <= 0:
-                continue
-            if vmin <= 0:  # a log axis leaves those out: the smallest positive value sets the floor
-                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-                vmin = float(v[(v > 0) & np.isfinite(v)].min())
-            lo, hi = min(lo, vmin), max(hi, vmax)
-    if hi <= 0 or lo == math.inf:
-        return None
-    factor = max(1.05, (hi / lo) ** pad)
-    return lo / factor, hi * factor
-
-
-def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
-    """True when every finite value of a scalar panel's series is positive and they span more
-    than ``decades`` powers of ten: such a panel opens on a logarithmic axis (a loss spike of
-    700 over losses of 0.05 otherwise flattens every curve onto the floor)."""
-    if panel.kind != "scalar" or zero_based(panel):
-        return False
-    lo, hi = math.inf, 0.0
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is None or not len(s):
-                continue
-            vmin, vmax = measured_extremes(s)
-            if vmin is None:
-                continue
-            if vmin <= 0:
-                return False
-            lo, hi = min(lo, vmin), max(hi, vmax)
-    return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
-
-
-def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
-    """Y limits that ignore outliers, as TensorBoard's "ignore outliers in chart scaling" does:
-    the 2nd..98th percentile of the panel's finite measured values, padded by a tenth of that
-    span on each side, on each side where some value lies more than OUTLIER_SPANS spans beyond
-    it (else that side keeps the true extreme); None when nothing lies that far, or there are
-    too few values to call any an outlier. Clipped values are still read by the cursor and
-    are marked at the plot's edge (see the app)."""
-    vals = []
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is not None and len(s):
-                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-                if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
-                    v = v[:: -(-len(v) // ROBUST_SAMPLE)]
-                vals.append(v[np.isfinite(v)])
-    v = np.concatenate(vals) if vals else np.zeros(0)
-    if len(v) < 20:
-        return None
-    lo, hi = (float(q) for q in np.percentile(v, [2.0, 98.0]))
-    pad = (hi - lo) * 0.1 if hi > lo else max(abs(hi) * 0.1, 1e-12)
-    lo, hi = lo - pad, hi + pad
-    vmin, vmax = None, None
-    for run in runs:  # the true extremes, every sample
-        for k in panel.keys:
-            if (s := run.metrics.get(k)) is not None and len(s):
-                a, b = measured_extremes(s)
-                if a is not None:
-                    vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
-    if vmin is None or (vmin >= lo and vmax <= hi):
-        return None
-    # keep the full range on a side whose extreme is within two spans of the robust edge: only
-    # far outliers (a spike, a collapse to zero) are put at the edge, never a noisy trace's tails
-    span = hi - lo
-    if vmin >= lo - OUTLIER_SPANS * span:
-        lo = min(lo, vmin)
-    if vmax <= hi + OUTLIER_SPANS * span:
-        hi = max(hi, vmax)
-    return (lo, hi) if (vmin < lo or vmax > hi) else None
-
-
-def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
-    """Y limits for a panel whose every finite value is one number (a constant learning rate):
-    ±10% around it, so 0.003 does not sit on an axis from -0.5 to 0.5 that reads as zero."""
-    seen = set()
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is not None and len(s):
-                a, b = _finite_extremes(s.value)
-                if a is not None:
-                    seen.update((a, b))
-                    if len(seen) > 1:
-                        return None
-    if len(seen) != 1:
-        return None
-    v = seen.pop()
-    pad = abs(v) * 0.1 if v != 0 else 1.0
-    return v - pad, v + pad
-
-
-def zero_based(panel: Panel) -> bool:
-    """Panels read on a scale that starts at zero: memory (a 1% change must not look like a
-    doubling: 4.28e8 to 4.32e8 bytes on an auto-fitted axis fills the panel)."""
-    return panel.kind == "scalar" and panel.options.get("group") == "memory"
 
 
 def definitions(runs: list[Run], panel: Panel) -> list[str]:

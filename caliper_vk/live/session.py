@@ -93,7 +93,7 @@ class Session(Rewind):
 
     def __init__(self, window: bool | None = None, size=(1280, 800), out_dir=None, save_every: int = 0,
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
-                 budget: float | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
+                 budget: float | str | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
                  history=DEFAULT_HISTORY, video=None, fps: float = 30.0, host: str = "127.0.0.1",
                  port: int = 8765):
         check_max_fps(max_fps)
