@@ -36,7 +36,8 @@ SIZE = (1280, 800)
 
 
 def child(variant: str, steps: int) -> dict:
-    """One training run (in its own process): ``plain``, ``web`` (no tab) or ``web+tab``."""
+    """One training run (in its own process): ``plain``, ``draw`` (an offscreen session drawing at
+    30 frames a second, no sink: the cost of drawing itself), ``web`` (no tab) or ``web+tab``."""
     import torch
 
     sys.path.insert(0, str(ROOT))
@@ -47,14 +48,17 @@ def child(variant: str, steps: int) -> dict:
     embed, head = _model(torch, 0)
     opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
     gen = torch.Generator().manual_seed(0)
-    browser = tab = s = None
+    browser = tab = s = server = None
     if variant != "plain":
         import caliper_vk as cv
 
-        s = cv.Session(window="web", size=SIZE, port=0)
+        if variant == "draw":
+            s = cv.Session(window=False, size=SIZE, max_fps=30)
+        else:
+            s = cv.Session(window="web", size=SIZE, port=0)
         pts = cv.empty((len(x), 3))
         panel = s.attach(pts, "pointcloud", labels=y_np)
-        server = s.sinks.get("web").server
+        server = s.sinks.get("web").server if variant != "draw" else None
         if variant == "web+tab":
             sys.path.insert(0, str(ROOT / "tests"))
             from chromium import Browser
@@ -64,18 +68,19 @@ def child(variant: str, steps: int) -> dict:
             deadline = time.monotonic() + 30
             while server.viewers < 1 and time.monotonic() < deadline:
                 time.sleep(0.02)
-    times = []
+    times, cpu = [], []
     page_frames0 = sent0 = bytes0 = frames0 = 0
     t_start = None
     warmup = 20
     for step in range(steps + warmup):
         if step == warmup:
             t_start = time.perf_counter()
-            if s is not None:
+            if server is not None:
                 frames0, sent0, bytes0 = s.frames, server.sent, server.bytes_sent
             if tab is not None:
                 page_frames0 = tab.eval("window.caliper.frames")
-        t0 = time.perf_counter()
+            proc0 = time.process_time()
+        t0, c0 = time.perf_counter(), time.thread_time()
         if s is not None:
             if s.due():
                 with torch.no_grad(), panel.writing():
@@ -87,11 +92,14 @@ def child(variant: str, steps: int) -> dict:
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
     wall = time.perf_counter() - t_start
-    out = {"times": times[warmup:], "wall_s": wall}
+    out = {"times": times[warmup:], "cpu": cpu[warmup:], "wall_s": wall,
+           "process_cpu_ms_per_step": 1e3 * (time.process_time() - proc0) / steps}
     if s is not None:
-        out.update(frames=s.frames - frames0, sent=server.sent - sent0,
-                   bytes_sent=server.bytes_sent - bytes0, published=server.published)
+        out.update(frames=s.frames - frames0, sent=server.sent - sent0 if server else 0,
+                   bytes_sent=server.bytes_sent - bytes0 if server else 0,
+                   published=server.published if server else 0)
         if tab is not None:
             out["page_frames"] = tab.eval("window.caliper.frames") - page_frames0
             out["page_step"] = tab.eval("window.caliper.step")
@@ -178,27 +186,47 @@ def stats(xs) -> dict:
     return {"median_ms": med * 1e3, "iqr_ms": (q3 - q1) * 1e3, "n": int(xs.size)}
 
 
-def measure(quick: bool = False) -> dict:
+def measure(quick: bool = False, rounds: int | None = None) -> dict:
+    """The three variants in ``rounds`` interleaved rounds, each run in a fresh process; figures are
+    medians over the rounds, ratios the median of each round's ratio (other work on the machine
+    shifts a whole round, which the ratio cancels)."""
     steps = 200 if quick else 600
-    runs = {}
-    for variant in ("plain", "web", "web+tab"):
-        proc = subprocess.run([sys.executable, __file__, "--child", variant, "--steps", str(steps)],
-                              capture_output=True, text=True, timeout=1800,
-                              env={**os.environ, "CALIPER_VK_VALIDATION": "0"})
-        if proc.returncode != 0:
-            return {"error": f"{variant}: " + (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-        runs[variant] = json.loads(proc.stdout.strip().splitlines()[-1])
-    plain = stats(runs["plain"]["times"])
-    out = {"steps": steps, "size": list(SIZE), "plain": plain, "encoding": encoding(5 if quick else 15)}
-    for v in ("web", "web+tab"):
-        r = runs[v]
-        out[v] = {**stats(r["times"]), "ratio": stats(r["times"])["median_ms"] / plain["median_ms"],
-                  "frames_drawn": r["frames"], "wall_s": r["wall_s"], "sent": r["sent"],
-                  "bytes_per_frame": r["bytes_sent"] / r["sent"] if r["sent"] else 0.0,
-                  "published": r["published"]}
-        if "page_frames" in r:
-            out[v].update(page_frames=r["page_frames"], page_fps=r["page_frames"] / r["wall_s"],
-                          drawn_fps=r["frames"] / r["wall_s"])
+    rounds = rounds or (3 if quick else 5)
+    runs: dict = {"plain": [], "draw": [], "web": [], "web+tab": []}
+    for _ in range(rounds):
+        for variant in runs:
+            proc = subprocess.run([sys.executable, __file__, "--child", variant, "--steps", str(steps)],
+                                  capture_output=True, text=True, timeout=1800,
+                                  env={**os.environ, "CALIPER_VK_VALIDATION": "0"})
+            if proc.returncode != 0:
+                return {"error": f"{variant}: " + (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            r["wall_ms"], r["cpu_ms"] = (stats(r[k])["median_ms"] for k in ("times", "cpu"))
+            runs[variant].append(r)
+
+    def med(variant, key):
+        return float(np.median([r[key] for r in runs[variant]]))
+
+    def ratio(variant, key):
+        return float(np.median([r[key] / p[key] for r, p in zip(runs[variant], runs["plain"], strict=True)]))
+
+    out = {"steps": steps, "rounds": rounds, "size": list(SIZE), "encoding": encoding(5 if quick else 15)}
+    for v in runs:
+        out[v] = {"median_ms": med(v, "wall_ms"), "cpu_ms": med(v, "cpu_ms"),
+                  "process_cpu_ms": med(v, "process_cpu_ms_per_step"),
+                  "ratio": ratio(v, "wall_ms"), "cpu_ratio": ratio(v, "cpu_ms"),
+                  "process_cpu_ratio": ratio(v, "process_cpu_ms_per_step")}
+        if v == "plain":
+            continue
+        last = runs[v][-1]
+        sent = sum(r["sent"] for r in runs[v])
+        out[v].update(frames_drawn=med(v, "frames"), published=sum(r["published"] for r in runs[v]),
+                      bytes_per_frame=sum(r["bytes_sent"] for r in runs[v]) / sent if sent else 0.0,
+                      sent=sent, wall_s=last["wall_s"])
+        if "page_frames" in last:
+            out[v].update(page_frames=med(v, "page_frames"),
+                          page_fps=float(np.median([r["page_frames"] / r["wall_s"] for r in runs[v]])),
+                          drawn_fps=float(np.median([r["frames"] / r["wall_s"] for r in runs[v]])))
     return out
 
 
@@ -207,25 +235,47 @@ def lines(w: dict) -> list[str]:
     out = ["## A live session in a browser", ""]
     if not w or "error" in w:
         return [*out, f"Not measured: {w.get('error', 'no figures') if w else 'no figures'}", ""]
-    tab, none = w["web+tab"], w["web"]
+    tab, none, plain, draw = w["web+tab"], w["web"], w["plain"], w.get("draw")
     out += [
         f"bench/web.py: the digits demo's training loop ({w['steps']} steps after 20 warm-ups, MLP, batch "
         f"128) with a {w['size'][0]}×{w['size'][1]} `Session(window=\"web\")` drawing its 1,797-point "
-        "cloud (`max_fps` \"auto\": 30 for a page), each variant in a fresh process. The tab is Debian's "
-        "headless Chromium on the same machine, so its decoding shares the cores with training (a "
-        "remote viewer's would not)." + (f" Measured {w['measured']}." if w.get("measured") else ""),
+        "cloud (`max_fps` \"auto\": 30 for a page), each variant in a fresh process, the three in "
+        f"{w['rounds']} interleaved rounds: medians over the rounds, and × the median of each round's "
+        "ratio to the run without Caliper. The tab is Debian's headless Chromium on the same machine, so "
+        "its decoding shares the cores with training (a remote viewer's would not)."
+        + (f" Measured {w['measured']}." if w.get("measured") else ""),
         "",
-        "| variant | ms per step | × without Caliper | frames drawn | frames the page drew (per s) "
-        "| bytes per frame sent |",
-        "|---|---|---|---|---|---|",
-        f"| without Caliper | {w['plain']['median_ms']:.2f} ± {w['plain']['iqr_ms']:.2f} | 1.00× | | | |",
-        f"| web session, no tab | {none['median_ms']:.2f} ± {none['iqr_ms']:.2f} | {none['ratio']:.2f}× | "
-        f"{none['frames_drawn']} | none (nothing read back or encoded: {none['published']} published) | |",
-        f"| web session, a tab connected | {tab['median_ms']:.2f} ± {tab['iqr_ms']:.2f} | "
-        f"{tab['ratio']:.2f}× | {tab['frames_drawn']} ({tab['drawn_fps']:.1f}/s) | "
-        f"{tab['page_frames']} ({tab['page_fps']:.1f}/s) | {tab['bytes_per_frame'] / 1e3:.0f} kB |",
+        "Wall time per step is at the mercy of other work on the machine; the CPU time of the training "
+        "thread per step (what the loop itself pays) much less so; the process's CPU time per step adds "
+        "its other threads (lavapipe's workers drawing, the server's encoder and senders, torch's own).",
         "",
+        "| variant | wall ms per step | × | training thread CPU ms per step | × | process CPU ms per step "
+        "| × | frames drawn | frames the page drew (per s) | bytes per frame sent |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| without Caliper | {plain['median_ms']:.2f} | 1.00× | {plain['cpu_ms']:.2f} | 1.00× | "
+        f"{plain['process_cpu_ms']:.1f} | 1.00× | | | |",
+        f"| web session, no tab | {none['median_ms']:.2f} | {none['ratio']:.2f}× | {none['cpu_ms']:.2f} | "
+        f"{none['cpu_ratio']:.2f}× | {none['process_cpu_ms']:.1f} | {none['process_cpu_ratio']:.2f}× | "
+        f"{none['frames_drawn']:.0f} | none ({none['published']} published: nothing drawn, read back or "
+        "encoded) | |",
+        f"| web session, a tab connected | {tab['median_ms']:.2f} | {tab['ratio']:.2f}× | "
+        f"{tab['cpu_ms']:.2f} | {tab['cpu_ratio']:.2f}× | {tab['process_cpu_ms']:.1f} | "
+        f"{tab['process_cpu_ratio']:.2f}× | "
+        f"{tab['frames_drawn']:.0f} ({tab['drawn_fps']:.1f}/s) | {tab['page_frames']:.0f} "
+        f"({tab['page_fps']:.1f}/s) | {tab['bytes_per_frame'] / 1e3:.0f} kB |",
     ]
+    if draw:  # drawing alone, for what the browser adds to it
+        out.insert(-2, f"| offscreen session drawing, ≤30 fps, no sink | {draw['median_ms']:.2f} | "
+                       f"{draw['ratio']:.2f}× | {draw['cpu_ms']:.2f} | {draw['cpu_ratio']:.2f}× | "
+                       f"{draw['process_cpu_ms']:.1f} | {draw['process_cpu_ratio']:.2f}× | "
+                       f"{draw['frames_drawn']:.0f} | | |")
+    out += ["", "Drawing itself costs the offscreen row (the demo's drawing-only forward, the frame on "
+            "lavapipe); what a tab adds is the difference between that row and the tab's: the copy of each "
+            "frame to host memory, its hand-over, the JPEG encoding on the server's thread and, on this "
+            "machine, Chromium decoding it. On 2 cores shared by torch's two threads, lavapipe, the encoder "
+            "and the browser, contention itself costs: torch's OpenMP threads spin while they wait for each "
+            "other, so it shows even in the training thread's CPU time. A remote viewer's browser runs "
+            "elsewhere.", ""]
     enc = w["encoding"]
     out += [f"Compressing one {w['size'][0]}×{w['size'][1]} frame of the demo (on the server's encoder "
             f"thread, not the training thread): JPEG quality 90, 4:4:4 (the default) "
@@ -238,7 +288,7 @@ def lines(w: dict) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--child", choices=("plain", "web", "web+tab"))
+    ap.add_argument("--child", choices=("plain", "draw", "web", "web+tab"))
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--screenshot", help="write a screenshot of the page to this PNG and stop")
     a = ap.parse_args()

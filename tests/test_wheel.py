@@ -29,6 +29,7 @@ def test_wheel_ships_spirv_and_no_top_level_engine(wheel):
     assert all(n.startswith("caliper_vk/engine/shaders/spv/") for n in spv)
     assert "caliper_vk/assets/glyphs.npz" in names  # the baked glyph atlas
     assert "caliper_vk/assets/colormaps.npz" in names  # the baked colour tables
+    assert "caliper_vk/web/page.html" in names  # the page of Session(window="web") and caliper view --web
     assert not any(n.startswith("engine/") for n in names)
 
 

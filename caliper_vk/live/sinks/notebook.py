@@ -37,7 +37,8 @@ def in_notebook() -> bool:
     if ipython is None:
         return False
     shell = ipython.get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+    # subclasses too (Colab's shell is one)
+    return shell is not None and any(c.__name__ == "ZMQInteractiveShell" for c in type(shell).__mro__)
 
 
 def rfb_available() -> bool:
