@@ -3,6 +3,7 @@
 ``session`` (the frame loop), ``attach`` (tensor → live input → view → panel),
 ``panels`` (:class:`Panel`, :class:`HostPanel`), ``protocol`` (the write/read
 protocol of one attached tensor), ``pacing`` (``max_fps``, ``due``, saved frames),
+``budget`` (Caliper's share of the training loop's time, kept by drawing fewer frames),
 ``layout`` (the panel grid), ``input`` (mouse and keys) and ``status`` (the status
 line and title bars). The data path reads tensor → :mod:`caliper_vk.exporters`
 → live input → :mod:`caliper_vk.views` → canvas → window.
