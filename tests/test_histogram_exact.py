@@ -146,7 +146,7 @@ def test_bad_options_are_clear():
 def test_redrawing_the_same_step_does_not_age_the_overlay():
     t = cv.empty((3000,))
     t.normal_()
-    with cv.Session(window=False, size=(120, 80)) as s:
+    with cv.Session(window=False, size=(120, 80), budget=None) as s:  # every step draws
         panel = s.attach(t, "histogram", bins=16, value_range=(-4, 4), history=3)
         for step in range(3):
             with panel.writing():

@@ -50,7 +50,7 @@ def test_hf_callback_draws_attention_and_records_a_run(tmp_path):
         names = {p.name for p in session.panels}
         assert {"attention/layer0", "attention/layer1", "transformer.h.1.mlp",
                 "transformer.wte (principal axes)"} <= names
-        assert session.frames >= 5
+        assert session.frames >= 1  # steps while a frame is still in flight skip drawing
         assert session.render()[..., :3].std() > 0
     assert model.config._attn_implementation != "eager"  # switched back after each probe
     run = load_run(tmp_path / "run")

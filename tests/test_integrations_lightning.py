@@ -58,7 +58,7 @@ def test_lightning_callback_draws_and_records_a_run(tmp_path):
         trainer.fit(Tiny(), loader(), loader(16))
         names = {p.name for p in session.panels}
         assert {"mlp.1", "attn", "embed (principal axes)", "train/loss (raw + EMA)"} <= names
-        assert session.frames >= 5
+        assert session.frames >= 1  # steps while a frame is still in flight skip drawing
         pixels = session.render()
         assert pixels[..., :3].std() > 0  # something was drawn
     run = load_run(tmp_path / "run")

@@ -179,7 +179,7 @@ def racing_frames(backend: str, sync: bool, frames: int, stop_at_first_tear: boo
     cuda/mps) while the main thread steps the renderer; the frames' (min, max) seen."""
     t = zero_copy_tensor(backend, (256, 512), torch.float32)
     seen = []
-    with cv.Session(window=False, size=(64, 64), sync=sync, max_fps=None) as s:
+    with cv.Session(window=False, size=(64, 64), sync=sync, max_fps=None, budget=None) as s:
         panel = s.attach(t, "heatmap", name="gen")
         assert panel.path == "zero-copy", panel.reason
         done = threading.Event()
