@@ -192,8 +192,8 @@ class Budget:
             self.inside = self.inside * decay + self.spent
             self.wall = self.wall * decay + dt
             if self.share is not None:
-                cost = self.cost or 0.0
-                self.credit = min(self.credit + self.share * dt - self.spent, 2 * cost)
+                cost = (self.cost or 0.0) + self.device_cost  # one frame, all of it
+                self.credit = min(self.credit + self.share * dt - self.spent, cost)
                 self.credit = max(self.credit, -(self.share * FORGIVE_S + cost))
         self.spent = 0.0
         self.last_entry = now

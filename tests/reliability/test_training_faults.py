@@ -125,7 +125,7 @@ def inject_submit_error(which):
 ], ids=["view-prepare-raises-once", "view-record-raises-always", "vulkan-error-submit-once",
         "vulkan-error-submit-always"])
 def test_a_renderer_error_stops_drawing_not_training(tmp_path, capsys, monkeypatch, inject, what, always):
-    with cv.Session(window=False, size=SIZE) as s:
+    with cv.Session(window=False, size=SIZE, budget=None) as s:  # every step draws: faults come at once
         seen = {}
 
         def on_step(i):
@@ -194,7 +194,7 @@ def acquire_fails(mp, session):
     (acquire_fails, "renderer error: VkErrorDeviceLost; drawing stopped", "window"),
 ], ids=["window-closed", "surface-lost", "vulkan-error-on-acquire"])
 def test_window_faults_let_training_finish(display, tmp_path, capsys, monkeypatch, inject, message, window):
-    with cv.Session(window=True, size=SIZE) as s:
+    with cv.Session(window=True, size=SIZE, budget=None) as s:  # every step draws: faults come at once
         seen = {}
 
         def on_step(i):
@@ -274,7 +274,7 @@ def main(mode, run_dir, steps=STEPS):
         if mode == "window" and i == FAULT_AT:
             sys.stdin.readline()  # the parent kills the X server, then lets training go on
 
-    session = cv.Session(window=mode == "window", size=SIZE)
+    session = cv.Session(window=mode == "window", size=SIZE, budget=None)
     try:
         train(session, run_dir, steps=int(steps), say=say)
     except KeyboardInterrupt:
