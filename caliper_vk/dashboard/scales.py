@@ -45,24 +45,29 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     return out
 
 
+def panel_series(runs: list[Run], panel: Panel):
+    """Every non-empty series a panel plots, run by run."""
+    for run in runs:
+        for k in panel.keys:
+            s = run.metrics.get(k)
+            if s is not None and len(s):
+                yield s
+
+
 def log_limits(runs: list[Run], panel: Panel, pad: float = 0.05) -> tuple[float, float] | None:
     """Y limits of a log axis: the positive finite values' extremes widened by ``pad`` of the
     span in decades on each side (at least 5% of a value), so a series at an extreme (a learning
     rate of 1 in a sweep down to 1e-5) is drawn inside the plot, not on its frame. None when no
     value is positive."""
     lo, hi = math.inf, 0.0
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is None or not len(s):
-                continue
-            vmin, vmax = measured_extremes(s)
-            if vmin is None or vmax <= 0:
-                continue
-            if vmin <= 0:  # a log axis leaves those out: the smallest positive value sets the floor
-                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-                vmin = float(v[(v > 0) & np.isfinite(v)].min())
-            lo, hi = min(lo, vmin), max(hi, vmax)
+    for s in panel_series(runs, panel):
+        vmin, vmax = measured_extremes(s)
+        if vmin is None or vmax <= 0:
+            continue
+        if vmin <= 0:  # a log axis leaves those out: the smallest positive value sets the floor
+            v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+            vmin = float(v[(v > 0) & np.isfinite(v)].min())
+        lo, hi = min(lo, vmin), max(hi, vmax)
     if hi <= 0 or lo == math.inf:
         return None
     factor = max(1.05, (hi / lo) ** pad)
@@ -76,17 +81,13 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     if panel.kind != "scalar" or zero_based(panel):
         return False
     lo, hi = math.inf, 0.0
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is None or not len(s):
-                continue
-            vmin, vmax = measured_extremes(s)
-            if vmin is None:
-                continue
-            if vmin <= 0:
-                return False
-            lo, hi = min(lo, vmin), max(hi, vmax)
+    for s in panel_series(runs, panel):
+        vmin, vmax = measured_extremes(s)
+        if vmin is None:
+            continue
+        if vmin <= 0:
+            return False
+        lo, hi = min(lo, vmin), max(hi, vmax)
     return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
 
 
@@ -98,14 +99,11 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     too few values to call any an outlier. Clipped values are still read by the cursor and
     are marked at the plot's edge (see the app)."""
     vals = []
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is not None and len(s):
-                v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-                if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
-                    v = v[:: -(-len(v) // ROBUST_SAMPLE)]
-                vals.append(v[np.isfinite(v)])
+    for s in panel_series(runs, panel):
+        v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+        if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
+            v = v[:: -(-len(v) // ROBUST_SAMPLE)]
+        vals.append(v[np.isfinite(v)])
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
         return None
@@ -113,12 +111,10 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     pad = (hi - lo) * 0.1 if hi > lo else max(abs(hi) * 0.1, 1e-12)
     lo, hi = lo - pad, hi + pad
     vmin, vmax = None, None
-    for run in runs:  # the true extremes, every sample
-        for k in panel.keys:
-            if (s := run.metrics.get(k)) is not None and len(s):
-                a, b = measured_extremes(s)
-                if a is not None:
-                    vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
+    for s in panel_series(runs, panel):  # the true extremes, every sample
+        a, b = measured_extremes(s)
+        if a is not None:
+            vmin, vmax = (a, b) if vmin is None else (min(vmin, a), max(vmax, b))
     if vmin is None or (vmin >= lo and vmax <= hi):
         return None
     # keep the full range on a side whose extreme is within two spans of the robust edge: only
@@ -135,15 +131,12 @@ def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     """Y limits for a panel whose every finite value is one number (a constant learning rate):
     ±10% around it, so 0.003 does not sit on an axis from -0.5 to 0.5 that reads as zero."""
     seen = set()
-    for run in runs:
-        for k in panel.keys:
-            s = run.metrics.get(k)
-            if s is not None and len(s):
-                a, b = _finite_extremes(s.value)
-                if a is not None:
-                    seen.update((a, b))
-                    if len(seen) > 1:
-                        return None
+    for s in panel_series(runs, panel):
+        a, b = _finite_extremes(s.value)
+        if a is not None:
+            seen.update((a, b))
+            if len(seen) > 1:
+                return None
     if len(seen) != 1:
         return None
     v = seen.pop()
