@@ -305,3 +305,26 @@ def test_reveal_shows_each_run_only_up_to_the_cursor(tmp_path):
         assert dash.full_runs[0] is run and len(run.metrics["val/score"].step) == 5  # nothing lost
     finally:
         dash.close()
+
+
+def test_many_runs_fold_their_status_so_the_cursor_readouts_stay_in_view(tmp_path, monkeypatch):
+    """With more than FOLD_RUNS runs shown, each run's status and best sit under one closed node
+    (the best stays marked on its panel); with fewer they are listed as before."""
+    runs = [_spiky(tmp_path, f"run{k}") for k in range(app.FOLD_RUNS + 1)]
+    drawn = []
+    real = app.imgui.text_wrapped
+
+    def spy(text, *rest):
+        drawn.append(text)
+        return real(text, *rest)
+
+    monkeypatch.setattr(app.imgui, "text_wrapped", spy)
+    for shown, folded in ((runs, True), (runs[:app.FOLD_RUNS], False)):
+        drawn.clear()
+        dash = app.Dashboard(shown, size=(900, 500), panels=["Gradient norm per parameter"], columns=1)
+        try:
+            dash.render()
+        finally:
+            dash.close()
+        best = [t for t in drawn if model.best_marks(shown[0]).text in t]
+        assert (best == []) is folded, (folded, best)

@@ -23,6 +23,8 @@ from .arrays import ArrayPanels
 from .scalars import ScalarPanels
 from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color
 
+FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
+
 
 class Dashboard(ScalarPanels, ArrayPanels):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
@@ -198,16 +200,12 @@ class Dashboard(ScalarPanels, ArrayPanels):
         imgui.text("Runs")
         self._run_selector()
         imgui.separator()
-        for k, run in enumerate(self.runs):
-            imgui.text_colored(_col(self._rgb(run)), f"■ {run.name}")
-            r = run.step_range
-            imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
-                       f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
-            marks = model.best_marks(run)
-            imgui.text_wrapped(f"  {marks.text}")
-            if run.problems and imgui.tree_node(f"  {len(run.problems)} note(s)##p{k}"):
-                for p in run.problems[:50]:
-                    imgui.text_wrapped(p)
+        # with several runs their status and best take the sidebar's height: they fold under one
+        # node (open on a click), so that the cursor's readouts below stay in view
+        folded = len(self.runs) > FOLD_RUNS
+        if not folded or imgui.tree_node(f"Status and best of the {len(self.runs)} runs##runinfo"):
+            self._run_details()
+            if folded:
                 imgui.tree_pop()
         self._settings()
         imgui.separator()
@@ -231,6 +229,18 @@ class Dashboard(ScalarPanels, ArrayPanels):
             for i, p in enumerate(self.panels):
                 _, self.enabled[i] = imgui.checkbox(f"{p.title}##en{i}", self.enabled[i])
             imgui.tree_pop()
+
+    def _run_details(self) -> None:
+        for k, run in enumerate(self.runs):
+            imgui.text_colored(_col(self._rgb(run)), f"■ {run.name}")
+            r = run.step_range
+            imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
+                       f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
+            imgui.text_wrapped(f"  {model.best_marks(run).text}")
+            if run.problems and imgui.tree_node(f"  {len(run.problems)} note(s)##p{k}"):
+                for p in run.problems[:50]:
+                    imgui.text_wrapped(p)
+                imgui.tree_pop()
 
     def _settings(self) -> None:
         """The runs' settings (config); in reveal mode behind a symptom the reader names first,
