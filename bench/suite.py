@@ -115,6 +115,23 @@ def machine() -> dict:
             "os": platform.platform(), "python": platform.python_version(), "device": device}
 
 
+def measure_section(name: str, a, reps: int) -> dict:
+    """The figures of one section (``--only NAME``), stamped with when they were measured."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if name == "dashboard":
+        out = dashboard_cases(8 if a.quick else 20, 3 if a.quick else 5)
+        out.update(measured=now, load=os.getloadavg()[0], machine=machine())
+    elif name == "web":
+        out = measure_web(a.quick)
+    elif name == "overhead":
+        out = overhead.measure(3 if a.quick else 6, 1.0 if a.quick else 1.5, log=log)
+        out["measured"] = now
+    else:
+        out = pointcloud_suite.measure(run_case, summary, reps, a.rounds, log)
+        out.update(quick=a.quick, machine=machine(), versions=versions())
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (figures are then marked)")
@@ -132,37 +149,12 @@ def main() -> None:
         print(f"wrote {a.out} from {a.json}")
         return
     reps = 5 if a.quick else 15
-    if a.only == "dashboard":
+    if a.only:  # one section measured; the others keep their figures from --json
         res = load(a.json)
-        res["dashboard"] = dashboard_cases(8 if a.quick else 20, 3 if a.quick else 5)
-        res["dashboard"].update(measured=datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"), load=os.getloadavg()[0], machine=machine())
+        res[a.only] = measure_section(a.only, a, reps)
         Path(a.json).write_text(json.dumps(res, indent=2, default=float))
         Path(a.out).write_text(render(res))
-        print(f"wrote {a.out} and {a.json} (dashboard section measured, the rest kept)")
-        return
-    if a.only == "web":
-        res = load(a.json)
-        res["web"] = measure_web(a.quick)
-        Path(a.json).write_text(json.dumps(res, indent=2, default=float))
-        Path(a.out).write_text(render(res))
-        print(f"wrote {a.out} and {a.json} (browser section measured, the rest kept)")
-    if a.only == "overhead":
-        res = load(a.json)
-        res["overhead"] = overhead.measure(3 if a.quick else 6, 1.0 if a.quick else 1.5, log=log)
-        now = datetime.datetime.now(datetime.timezone.utc)
-        res["overhead"]["measured"] = now.strftime("%Y-%m-%d %H:%M UTC")
-        Path(a.json).write_text(json.dumps(res, indent=2, default=float))
-        Path(a.out).write_text(render(res))
-        print(f"wrote {a.out} and {a.json} (overhead section measured, the rest kept)")
-        return
-    if a.only == "pointcloud":
-        res = load(a.json)
-        pc = res["pointcloud"] = pointcloud_suite.measure(run_case, summary, reps, a.rounds, log)
-        pc.update(quick=a.quick, machine=machine(), versions=versions())
-        Path(a.json).write_text(json.dumps(res, indent=2, default=float))
-        Path(a.out).write_text(render(res))
-        print(f"wrote {a.out} and {a.json} (point-cloud section measured, the rest kept)")
+        print(f"wrote {a.out} and {a.json} ({a.only} section measured, the rest kept)")
         return
     res: dict = {"date": datetime.date.today().isoformat(), "quick": a.quick, "machine": machine(),
                  "versions": versions(), "latency": {}, "memory": {}}
