@@ -31,7 +31,9 @@ class Browser:
         exe = find_chromium()
         if exe is None:
             raise RuntimeError("no chromium on PATH (apt-get install chromium)")
-        self._profile = tempfile.TemporaryDirectory(prefix="caliper-chromium-")
+        # Chromium's helper processes (crashpad, the zygote) may still write into the profile for a
+        # moment after the browser exits: removing it then must not fail the test that used it
+        self._profile = tempfile.TemporaryDirectory(prefix="caliper-chromium-", ignore_cleanup_errors=True)
         self.proc = subprocess.Popen(
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-extensions", "--disable-background-networking", "--disable-dev-shm-usage",
@@ -80,6 +82,11 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        for _ in range(20):  # give the helpers a moment; what they leave is removed at the last try
+            shutil.rmtree(self._profile.name, ignore_errors=True)
+            if not Path(self._profile.name).exists():
+                break
+            time.sleep(0.1)
         self._profile.cleanup()
 
 
