@@ -78,8 +78,8 @@ def gpt_loop(budget):
 
     import caliper_vk as cv
     from caliper_vk.demos import shakespeare
-    from caliper_vk.demos.chargpt import CharData, CharGPT, Config, logit_lens
-    from caliper_vk.demos.gpt import probe_window
+    from caliper_vk.demos.chargpt import CharData, CharGPT, Config
+    from caliper_vk.demos.gpt import probe_window, write_probes
     from caliper_vk.views import Curve
 
     cached = shakespeare.cache_dir() / shakespeare.CACHE_NAME
@@ -117,16 +117,7 @@ def gpt_loop(budget):
 
     def caliper(step):
         if s.due(step):  # as the demo: the probe forward only when it is drawn
-            net.eval()
-            with torch.no_grad():
-                _, residuals, attentions = net(probe_ids, trace=True)
-                top, ids = logit_lens(net, residuals)
-            for panel, buf, a in zip(attn_panels, attn, attentions, strict=True):
-                with panel.writing():
-                    buf.copy_(a[0])
-            with lens_panel.writing():
-                lens.copy_(top[:, :n_lens])
-            lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
+            write_probes(net, probe_ids, attn_panels, attn, lens_panel, lens, data.vocab)
             loss_view.set_data(np.asarray(losses, np.float32))
         s.step(step)
 

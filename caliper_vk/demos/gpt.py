@@ -46,6 +46,25 @@ def probe_window(text: str, length: int) -> str:
     return text[start: start + length]
 
 
+def write_probes(net, probe_ids, attn_panels, attn, lens_panel, lens, vocab) -> None:
+    """The probe forward of a drawn frame: every layer's attention of the probe text into its
+    panel's tensor, and the logit lens (the top token at each layer and position, over the
+    lens tensor's columns) into the text grid."""
+    import torch
+
+    n_lens = lens.shape[1]
+    net.eval()
+    with torch.no_grad():
+        _, residuals, attentions = net(probe_ids, trace=True)
+        top, ids = logit_lens(net, residuals)
+    for panel, buf, a in zip(attn_panels, attn, attentions, strict=True):
+        with panel.writing():
+            buf.copy_(a[0])
+    with lens_panel.writing():
+        lens.copy_(top[:, :n_lens])
+    lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=vocab)
+
+
 def compact(sample: str) -> str:
     """A sample as the panel shows it: runs of blank lines folded into one (samples.txt keeps
     the raw text)."""
@@ -115,16 +134,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     try:
         for step in range(steps + 1):
             if session.due(step):  # the probe forward is only for drawing: skip it otherwise
-                net.eval()
-                with torch.no_grad():
-                    _, residuals, attentions = net(probe_ids, trace=True)
-                    top, ids = logit_lens(net, residuals)
-                for panel, buf, a in zip(attn_panels, attn, attentions, strict=True):
-                    with panel.writing():
-                        buf.copy_(a[0])
-                with lens_panel.writing():
-                    lens.copy_(top[:, :n_lens])
-                lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=data.vocab)
+                write_probes(net, probe_ids, attn_panels, attn, lens_panel, lens, data.vocab)
             if step % sample_every == 0 or step == steps:
                 sample = data.decode(net.generate(prompt, sample_chars,
                                                   torch.Generator().manual_seed(seed + step)))
