@@ -6,7 +6,7 @@ import pytest
 import caliper_vk as cv
 from caliper_vk.engine import Canvas
 from caliper_vk.views import Images
-from images import assert_view_matches_twin
+from images import assert_same_image, assert_view_matches_twin
 from device_paths import cpu_path
 
 RNG = np.random.default_rng(9)
@@ -65,3 +65,26 @@ def test_attached_kernels_are_zero_copy():
 def test_bad_shape_is_clear():
     with pytest.raises(ValueError, match=r"takes \(tiles, h, w\)"):
         Images(np.zeros(5))
+
+
+def test_a_tile_too_long_for_32_bit_pixel_mapping_takes_the_64_bit_path(artifacts):
+    # (pw - 1) * tile width passes 2^32: the pipeline is specialised to muldiv.glsl's 64-bit path
+    data = np.linspace(-1, 1, 2 ** 23, dtype=np.float32).reshape(1, 1, -1)
+    view = Images(data)
+    _cols, _rows, pw, _ph = view.layout(700, 20)
+    assert (pw - 1) * 2 ** 23 >= 2 ** 32
+    with Canvas(700, 20) as canvas:
+        canvas.add(view)
+        got = canvas.render()
+        assert ("pipeline", "images", ((0, 1),)) in canvas.device.cache
+    want, _ = view.reference_with_stats(700, 20)
+    assert_same_image(got, want, artifacts)
+
+
+@pytest.mark.parametrize("name", ["conv-kernels-per-tile", "wide-tiles", "specials"])
+def test_the_64_bit_path_draws_the_same_pixels(name, artifacts, monkeypatch):
+    from caliper_vk.views import images
+
+    monkeypatch.setattr(images, "wide", lambda *products: 1)  # force the 64-bit division path
+    data, options, (w, h) = CASES[name]
+    assert_view_matches_twin(Images(data, **options), w, h, artifacts)

@@ -203,3 +203,19 @@ def test_logit_lens_of_a_trained_tiny_model(artifacts):
     view = TextGrid(top.numpy(), ids=ids, vocab=data.vocab, row_labels=["L0", "L1", "L2"],
                     col_labels=text[:24])
     assert_view_matches_twin(view, 420, 100, artifacts)
+
+
+@pytest.mark.parametrize("name", ["long-tokens-clipped", "large-grid-colour-only", "one-d-row"])
+def test_the_64_bit_path_draws_the_same_pixels(name, artifacts, monkeypatch):
+    # a grid whose pixel-to-cell products pass 2^32 would need millions of cells: force the path
+    from caliper_vk.views import textgrid
+
+    monkeypatch.setattr(textgrid, "wide", lambda *products: 1)
+    data, options, (w, h) = CASES[name]
+    with Canvas(w, h) as canvas:
+        view = TextGrid(data, **options)
+        canvas.add(view)
+        got = canvas.render()
+        assert any(k[:2] == ("pipeline", "textgrid") and k[2] == ((0, 1),) for k in canvas.device.cache)
+    want, _ = view.reference_with_stats(w, h)
+    assert_same_image(got, want, artifacts)

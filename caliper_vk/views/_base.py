@@ -20,14 +20,22 @@ from . import _exact
 MAX_GROUPS = 65535
 
 
-def pipeline(device, name: str, bindings) -> ComputePipeline:
-    """The built-in pipeline ``name`` on ``device`` (made once per device, closed with it)."""
-    key = ("pipeline", name)
+def pipeline(device, name: str, bindings, specialization: dict | None = None) -> ComputePipeline:
+    """The built-in pipeline ``name`` on ``device``, specialised to ``{constant_id: value}``
+    (made once per device and specialisation, closed with it)."""
+    spec = dict(specialization or {})
+    key = ("pipeline", name, tuple(sorted(spec.items())))
     p = device.cache.get(key)
     if p is None or p.handle is None:
-        p = ComputePipeline(device, shaders.load(name), bindings, name=name)
+        p = ComputePipeline(device, shaders.load(name), bindings, name=name, specialization=spec)
         device.cache[key] = p
     return p
+
+
+def wide(*largest: int) -> int:
+    """1 when one of a shader's pixel-to-cell products (its ``largest`` values of ``a * b`` or
+    ``a * b + c - 1`` in muldiv.glsl) reaches 2^32 and needs the 64-bit path, else 0."""
+    return int(max(largest, default=0) >= 2 ** 32)
 
 
 def groups_1d(n: int, local: int = 256) -> tuple[int, int]:

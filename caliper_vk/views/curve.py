@@ -111,9 +111,9 @@ class Curve(RangedView):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
-        cols = pipeline(self.device, "curve_columns", ["buffer"] * 5).bind(
+        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
             [b["params"], self._bound["data"], b["smooth"], b["columns"], b["stats"]])
-        raster = pipeline(self.device, "curve_raster", ["buffer"] * 2 + ["image"]).bind(
+        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "image"]).bind(
             [b["params"], b["columns"], self.target])
         self._sets = [cols, raster]
         rec.fill(b["stats"], 0)

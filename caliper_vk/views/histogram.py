@@ -178,11 +178,11 @@ class Histogram(RangedView):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
-        count = pipeline(self.device, "histogram_count", ["buffer"] * 4).bind(
+        count = pipeline(self.device, "histogram_count", ["uniform"] + ["buffer"] * 3).bind(
             [b["params"], self._bound["data"], b["counts"], b["stats"]])
-        top = pipeline(self.device, "histogram_max", ["buffer"] * 3).bind(
+        top = pipeline(self.device, "histogram_max", ["uniform"] + ["buffer"] * 2).bind(
             [b["params"], b["counts"], b["stats"]])
-        raster = pipeline(self.device, "histogram_raster", ["buffer"] * 4 + ["image"]).bind(
+        raster = pipeline(self.device, "histogram_raster", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
             [b["params"], b["counts"], b["stats"], b["history"], self.target])
         self._sets = [count, top, raster]
         rec.fill(b["counts"], 0)

@@ -21,7 +21,7 @@ from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
 from ..engine.shaders.params import IMAGES as IM
-from ._base import ArrayView, lut_scale, pipeline, resolve_range
+from ._base import ArrayView, lut_scale, pipeline, resolve_range, wide
 from ._source import Source
 from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
 
@@ -147,7 +147,10 @@ class Images(ArrayView):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
-        draw = pipeline(self.device, "images", ["buffer"] * 4 + ["image"]).bind(
+        _n, th, tw = self.source.shape
+        _cols, _rows, pw, ph = self.layout(self.rect.width, self.rect.height)
+        spec = IM.specialize(SPEC_WIDE=wide((ph - 1) * th, (pw - 1) * tw))
+        draw = pipeline(self.device, "images", ["uniform"] + ["buffer"] * 3 + ["image"], spec).bind(
             [b["params"], self._bound["data"], b["norm"], b["colors"], self.target])
         self._sets = [draw]
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))

@@ -106,7 +106,7 @@ class Text(ViewBase):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
-        draw = pipeline(self.device, "text", ["buffer"] * 4 + ["image"]).bind(
+        draw = pipeline(self.device, "text", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
             [b["params"], b["grid"], b["rowcolor"], b["atlas"], self.target])
         self._sets = [draw]
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))

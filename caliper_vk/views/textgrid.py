@@ -31,7 +31,7 @@ from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
 from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM
-from ._base import RangedView, lut_scale, pipeline, resolve_range
+from ._base import RangedView, lut_scale, pipeline, resolve_range, wide
 from ._source import Source
 from .heatmap import (NAN_COLOR,
                       NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BINDINGS, record_stats_pass,
@@ -363,7 +363,10 @@ class TextGrid(RangedView):
         data = self._bound["data"]
         stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
             [b["stats_params"], data, b["stats"]])
-        draw = pipeline(self.device, "textgrid", ["buffer"] * 5 + ["image"]).bind(
+        lay = self.layout(self.rect.width, self.rect.height)
+        rows, cols, gw, gh = lay["rows"], lay["cols"], lay["gw"], lay["gh"]
+        spec = TG.specialize(SPEC_WIDE=wide(cols * gw + cols - 1, rows * gh + rows - 1))
+        draw = pipeline(self.device, "textgrid", ["uniform"] + ["buffer"] * 4 + ["image"], spec).bind(
             [b["params"], data, b["colors"], b["strings"], b["atlas"], self.target])
         self._sets = [stats, draw]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)

@@ -11,7 +11,7 @@ layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "curve_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Smooth { float smoothed[]; };
 layout(std430, binding = 3) buffer Columns { uint columns[]; };  // [series * width + column]
@@ -21,17 +21,17 @@ layout(std430, binding = 4) buffer Stats { uint stats[]; };
 #include "input.glsl"
 
 float sample_at(uint series, uint i) {
-    return series == 0u ? load_input(P[CV_BASE], P[CV_DTYPE], i) : smoothed[i];
+    return series == 0u ? load_input(P(CV_BASE), P(CV_DTYPE), i) : smoothed[i];
 }
 
 uint row_of(float v) {
-    return lut_index(ftz(v), f(CV_LO), f(CV_SCALE), P[CV_H] - 1u);
+    return lut_index(ftz(v), f(CV_LO), f(CV_SCALE), P(CV_H) - 1u);
 }
 
 // The value interpolated at column c (fewer samples than columns); NaN-free or flagged.
 bool value_at(uint series, uint c, out float v) {
     precise float x = ftz(float(c) * f(CV_STEP));
-    uint n = P[CV_N];
+    uint n = P(CV_N);
     uint i = min(uint(x), n - 1u);
     float a = sample_at(series, i);
     float b = sample_at(series, min(i + 1u, n - 1u));
@@ -45,9 +45,9 @@ bool value_at(uint series, uint c, out float v) {
 void main() {
     uint c = gl_GlobalInvocationID.x;
     uint series = gl_GlobalInvocationID.y;
-    uint w = P[CV_W];
-    uint n = P[CV_N];
-    if (c >= w || series >= P[CV_SERIES]) return;
+    uint w = P(CV_W);
+    uint n = P(CV_N);
+    if (c >= w || series >= P(CV_SERIES)) return;
     uint lo_row = 0xFFFFu;
     uint hi_row = 0u;
     if (n >= w) {

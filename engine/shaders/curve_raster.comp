@@ -6,23 +6,23 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 #include "curve_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Columns { uint columns[]; };
 layout(rgba8ui, binding = 2) uniform writeonly uimage2D target;
 
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    uint w = P[CV_W];
-    uint h = P[CV_H];
+    uint w = P(CV_W);
+    uint h = P(CV_H);
     if (x >= w || y >= h) return;
     uint up = h - 1u - y;
-    uint c = P[CV_BG];
-    for (uint k = 0u; k < P[CV_SERIES]; ++k) {
+    uint c = P(CV_BG);
+    for (uint k = 0u; k < P(CV_SERIES); ++k) {
         uint span = columns[k * w + x];
         if (span != NO_ROWS && up >= (span & 0xFFFFu) && up <= (span >> 16)) {
-            c = k == 0u ? P[CV_COLOR0] : P[CV_COLOR1];
+            c = k == 0u ? P(CV_COLOR0) : P(CV_COLOR1);
         }
     }
-    imageStore(target, ivec2(int(P[CV_RECT_X] + x), int(P[CV_RECT_Y] + y)), unpack_rgba(c));
+    imageStore(target, ivec2(int(P(CV_RECT_X) + x), int(P(CV_RECT_Y) + y)), unpack_rgba(c));
 }

@@ -7,7 +7,7 @@ layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "histogram_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[HG_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) buffer Counts { uint counts[]; };
 layout(std430, binding = 3) buffer Stats { uint stats[]; };
@@ -19,11 +19,11 @@ layout(std430, binding = 3) buffer Stats { uint stats[]; };
 
 void main() {
     uint first = linear_invocation() * PER_INVOCATION;
-    uint n = P[HG_N];
-    uint bins = P[HG_BINS];
+    uint n = P(HG_N);
+    uint bins = P(HG_BINS);
     uint special[5] = uint[5](0u, 0u, 0u, 0u, 0u);
     for (uint i = first; i < min(first + PER_INVOCATION, n); ++i) {
-        float v = load_input(P[HG_BASE], P[HG_DTYPE], i);
+        float v = load_input(P(HG_BASE), P(HG_DTYPE), i);
         uint cls = classify(v);
         if (cls == CLASS_NAN) special[HS_NAN] += 1u;
         else if (cls == CLASS_POSINF) special[HS_POSINF] += 1u;

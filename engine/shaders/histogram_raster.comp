@@ -12,7 +12,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 #include "histogram_params.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[HG_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Counts { uint counts[]; };
 layout(std430, binding = 2) readonly buffer Stats { uint stats[]; };
 layout(std430, binding = 3) readonly buffer History { uint history[]; };  // [k * bins + b]
@@ -32,16 +32,16 @@ uint mix_rgba(uint bg, uint fg, uint alpha) {  // alpha in 0..256
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    uint w = P[HG_W];
-    uint h = P[HG_H];
+    uint w = P(HG_W);
+    uint h = P(HG_H);
     if (x >= w || y >= h) return;
-    uint bins = P[HG_BINS];
+    uint bins = P(HG_BINS);
     uint b = uint((uint64_t(x) * uint64_t(bins)) / uint64_t(w));
     uint maxc = stats[HS_MAX];
     uint up = h - 1u - y;  // pixels above the bottom edge
-    uint c = P[HG_BG];
-    uint k_count = P[HG_HISTORY];
-    uint d = P[HG_OFFSET];
+    uint c = P(HG_BG);
+    uint k_count = P(HG_HISTORY);
+    uint d = P(HG_OFFSET);
     if (d > 0u) {
         uint hb = h - k_count * d;
         for (uint k = k_count; k > 0u; --k) {  // farthest first, so nearer steps win
@@ -49,19 +49,19 @@ void main() {
             uint top = bar_height(history[(k - 1u) * bins + b], hb, maxc);
             uint alpha = 256u - (k * 200u) / (k_count + 1u);
             if (up >= base && up - base < top)  // filled at half strength, its top edge in full
-                c = mix_rgba(P[HG_BG], P[HG_OLD_COLOR], up - base + 1u == top ? alpha : alpha >> 1);
+                c = mix_rgba(P(HG_BG), P(HG_OLD_COLOR), up - base + 1u == top ? alpha : alpha >> 1);
         }
-        if (up < bar_height(counts[b], hb, maxc)) c = P[HG_COLOR];
-        imageStore(target, ivec2(int(P[HG_RECT_X] + x), int(P[HG_RECT_Y] + y)), unpack_rgba(c));
+        if (up < bar_height(counts[b], hb, maxc)) c = P(HG_COLOR);
+        imageStore(target, ivec2(int(P(HG_RECT_X) + x), int(P(HG_RECT_Y) + y)), unpack_rgba(c));
         return;
     }
-    if (up < bar_height(counts[b], h, maxc)) c = P[HG_COLOR];
+    if (up < bar_height(counts[b], h, maxc)) c = P(HG_COLOR);
     for (uint k = k_count; k > 0u; --k) {  // oldest first, so newer edges win
         uint bh = bar_height(history[(k - 1u) * bins + b], h, maxc);
         if (bh > 0u && up == bh - 1u) {
             uint alpha = 256u - (k * 200u) / (k_count + 1u);
-            c = mix_rgba(P[HG_BG], P[HG_OLD_COLOR], alpha);
+            c = mix_rgba(P(HG_BG), P(HG_OLD_COLOR), alpha);
         }
     }
-    imageStore(target, ivec2(int(P[HG_RECT_X] + x), int(P[HG_RECT_Y] + y)), unpack_rgba(c));
+    imageStore(target, ivec2(int(P(HG_RECT_X) + x), int(P(HG_RECT_Y) + y)), unpack_rgba(c));
 }

@@ -9,8 +9,9 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
 #include "images_params.glsl"  // word offsets: engine/shaders/params.py (IMAGES)
+#include "muldiv.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[IM_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Norm { float norm[]; };  // lo, scale per tile
 layout(std430, binding = 3) readonly buffer Colors { uint colors[]; };
@@ -22,29 +23,29 @@ layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    if (x >= P[IM_W] || y >= P[IM_H]) return;
-    uint c = P[IM_BG];
-    uint pw = P[IM_PX_W];
-    uint ph = P[IM_PX_H];
-    uint gap = P[IM_GAP];
+    if (x >= P(IM_W) || y >= P(IM_H)) return;
+    uint c = P(IM_BG);
+    uint pw = P(IM_PX_W);
+    uint ph = P(IM_PX_H);
+    uint gap = P(IM_GAP);
     if (pw > 0u && ph > 0u) {
         uint col = x / (pw + gap);
         uint row = y / (ph + gap);
         uint xin = x - col * (pw + gap);
         uint yin = y - row * (ph + gap);
-        uint t = row * P[IM_COLS] + col;
-        if (col < P[IM_COLS] && xin >= gap && yin >= gap && t < P[IM_N_TILES]) {
-            uint th = P[IM_TILE_H];
-            uint tw = P[IM_TILE_W];
-            uint cy = uint((uint64_t(yin - gap) * uint64_t(th)) / uint64_t(ph));
-            uint cx = uint((uint64_t(xin - gap) * uint64_t(tw)) / uint64_t(pw));
-            float v = load_input(P[IM_BASE], P[IM_DTYPE], (t * th + cy) * tw + cx);
+        uint t = row * P(IM_COLS) + col;
+        if (col < P(IM_COLS) && xin >= gap && yin >= gap && t < P(IM_N_TILES)) {
+            uint th = P(IM_TILE_H);
+            uint tw = P(IM_TILE_W);
+            uint cy = muldiv(yin - gap, th, ph);
+            uint cx = muldiv(xin - gap, tw, pw);
+            float v = load_input(P(IM_BASE), P(IM_DTYPE), (t * th + cy) * tw + cx);
             uint cls = classify(v);
             if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), norm[2u * t], norm[2u * t + 1u], 255u)];
-            else if (cls == CLASS_NAN) c = P[IM_NAN];
-            else if (cls == CLASS_POSINF) c = P[IM_POSINF];
-            else c = P[IM_NEGINF];
+            else if (cls == CLASS_NAN) c = P(IM_NAN);
+            else if (cls == CLASS_POSINF) c = P(IM_POSINF);
+            else c = P(IM_NEGINF);
         }
     }
-    imageStore(target, ivec2(int(P[IM_RECT_X] + x), int(P[IM_RECT_Y] + y)), unpack_rgba(c));
+    imageStore(target, ivec2(int(P(IM_RECT_X) + x), int(P(IM_RECT_Y) + y)), unpack_rgba(c));
 }

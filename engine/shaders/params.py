@@ -18,9 +18,11 @@ from that one declaration
 
 Two layouts. ``"uniform"``: a std140 uniform block ``uvec4 PV[VEC4S]`` read
 through ``P(k)`` (one scalar load per invocation on CPU implementations such
-as lavapipe, which run a storage-buffer load once per lane: used by the point
-cloud and the heatmap, whose passes run per point or per pixel). ``"buffer"``:
-a storage buffer ``uint P[]`` read as ``P[k]``. Both read floats as ``f(k)``.
+as lavapipe, which run a storage-buffer load once per lane: every built-in
+view's passes run per point or per pixel, so all of them use it; moving the
+images and text-grid blocks here cut their passes on lavapipe by 2-7x).
+``"buffer"``: a storage buffer ``uint P[]`` read as ``P[k]`` (custom panels,
+whose shaders users write against it). Both read floats as ``f(k)``.
 
 This module imports nothing but the standard library: ``setup.py`` loads it by
 path to build the shaders before the package exists.
@@ -190,28 +192,28 @@ HISTOGRAM = ParamBlock("histogram_params", "HG", [
     "N", "BASE", "DTYPE", "BINS", ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
     "W", "H", "RECT_X", "RECT_Y", "HISTORY", "HISTORY_MAX", "BG", "COLOR", "OLD_COLOR",
     "OFFSET",  # 0: overlay; else the pixels each older step is raised by (offset layout)
-], layout="buffer", constants={  # stats words after the bins
+], constants={  # stats words after the bins
     "HS_NAN": "0", "HS_POSINF": "1", "HS_NEGINF": "2", "HS_BELOW": "3", "HS_ABOVE": "4", "HS_MAX": "5"})
 
 CURVE = ParamBlock("curve_params", "CV", [
     "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y", ("LO", "float"), ("SCALE", "float"),
     "STEP", "SERIES", "BG", "COLOR0", "COLOR1",
-], layout="buffer", constants={"CS_NAN": "0", "CS_INF": "1", "NO_ROWS": "0xFFFFFFFFu"})
+], constants={"CS_NAN": "0", "CS_INF": "1", "NO_ROWS": "0xFFFFFFFFu"})
 
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
     "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
-], layout="buffer")
+], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
 TEXT = ParamBlock("text_params", "TX", [
     "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
-], layout="buffer", constants={"EMPTY": "0xFFFFFFFFu"})
+], constants={"EMPTY": "0xFFFFFFFFu"})
 
 TEXTGRID = ParamBlock("textgrid_params", "TG", [
     "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE", ("LO", "float"), ("SCALE", "float"),
     "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
     "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
     "LUM_SPLIT",
-], layout="buffer")
+], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
 BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID)

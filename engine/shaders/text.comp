@@ -8,7 +8,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 
 #include "text_params.glsl"  // word offsets: engine/shaders/params.py (TEXT)
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[TX_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Grid { uint grid[]; };       // glyph per cell
 layout(std430, binding = 2) readonly buffer RowColor { uint rowcolor[]; };
 layout(std430, binding = 3) readonly buffer Atlas { uint atlas[]; };     // coverage per texel
@@ -25,22 +25,22 @@ uint blend(uint bg, uint fg, uint a) {
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    if (x >= P[TX_W] || y >= P[TX_H]) return;
-    uint c = P[TX_BG];
-    uint cw = P[TX_CELL_W];
-    uint ch = P[TX_CELL_H];
-    if (x >= P[TX_PAD_X] && y >= P[TX_PAD_Y]) {
-        uint lx = x - P[TX_PAD_X];
-        uint ly = y - P[TX_PAD_Y];
+    if (x >= P(TX_W) || y >= P(TX_H)) return;
+    uint c = P(TX_BG);
+    uint cw = P(TX_CELL_W);
+    uint ch = P(TX_CELL_H);
+    if (x >= P(TX_PAD_X) && y >= P(TX_PAD_Y)) {
+        uint lx = x - P(TX_PAD_X);
+        uint ly = y - P(TX_PAD_Y);
         uint col = lx / cw;
         uint row = ly / ch;
-        if (col < P[TX_COLS] && row < P[TX_ROWS]) {
-            uint g = grid[row * P[TX_COLS] + col];
+        if (col < P(TX_COLS) && row < P(TX_ROWS)) {
+            uint g = grid[row * P(TX_COLS) + col];
             if (g != EMPTY) {
                 uint a = atlas[(g * ch + (ly - row * ch)) * cw + (lx - col * cw)];
-                c = blend(P[TX_BG], rowcolor[row], a);
+                c = blend(P(TX_BG), rowcolor[row], a);
             }
         }
     }
-    imageStore(target, ivec2(int(P[TX_RECT_X] + x), int(P[TX_RECT_Y] + y)), unpack_rgba(c));
+    imageStore(target, ivec2(int(P(TX_RECT_X) + x), int(P(TX_RECT_Y) + y)), unpack_rgba(c));
 }

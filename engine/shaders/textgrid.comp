@@ -17,8 +17,9 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
 #include "textgrid_params.glsl"  // word offsets: engine/shaders/params.py (TEXTGRID)
+#include "muldiv.glsl"
 
-layout(std430, binding = 0) readonly buffer Params { uint P[]; };
+layout(std140, binding = 0) uniform Params { uvec4 PV[TG_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
 // strings: cells (rows * cols), then row labels (rows), then column labels (cols);
@@ -40,25 +41,25 @@ uint blend(uint bg, uint fg, uint a) {
 
 // The cell of pixel p along an axis of `size` pixels split into n cells, and a cell's first pixel.
 uint span_index(uint p, uint n, uint size) {
-    return uint((uint64_t(p) * uint64_t(n)) / uint64_t(size));
+    return muldiv(p, n, size);
 }
 
 uint span_start(uint i, uint n, uint size) {
-    return uint((uint64_t(i) * uint64_t(size) + uint64_t(n - 1u)) / uint64_t(n));
+    return muldiv_up(i, size, n);
 }
 
 uint string_length(uint s) {
-    return strings[s * P[TG_STRIDE]];
+    return strings[s * P(TG_STRIDE)];
 }
 
 // Glyph coverage (0..255) of string s at (tx, ty) from its first glyph's top-left corner.
 uint coverage(uint s, int tx, int ty) {
-    uint gw = P[TG_GLYPH_W];
-    uint gh = P[TG_GLYPH_H];
+    uint gw = P(TG_GLYPH_W);
+    uint gh = P(TG_GLYPH_H);
     if (tx < 0 || ty < 0 || uint(ty) >= gh) return 0u;
     uint k = uint(tx) / gw;
     if (k >= string_length(s)) return 0u;
-    uint g = strings[s * P[TG_STRIDE] + 1u + k];
+    uint g = strings[s * P(TG_STRIDE) + 1u + k];
     return atlas[(g * gh + uint(ty)) * gw + (uint(tx) - k * gw)];
 }
 
@@ -69,23 +70,23 @@ uint luminance(uint c) {
 void main() {
     uint x = gl_GlobalInvocationID.x;
     uint y = gl_GlobalInvocationID.y;
-    if (x >= P[TG_W] || y >= P[TG_H]) return;
-    ivec2 at = ivec2(int(P[TG_RECT_X] + x), int(P[TG_RECT_Y] + y));
-    uint c = P[TG_BG];
-    uint rows = P[TG_ROWS];
-    uint cols = P[TG_COLS];
-    uint gx = P[TG_GX];
-    uint gy = P[TG_GY];
-    uint gw = P[TG_GW];
-    uint gh = P[TG_GH];
+    if (x >= P(TG_W) || y >= P(TG_H)) return;
+    ivec2 at = ivec2(int(P(TG_RECT_X) + x), int(P(TG_RECT_Y) + y));
+    uint c = P(TG_BG);
+    uint rows = P(TG_ROWS);
+    uint cols = P(TG_COLS);
+    uint gx = P(TG_GX);
+    uint gy = P(TG_GY);
+    uint gw = P(TG_GW);
+    uint gh = P(TG_GH);
     if (rows == 0u || cols == 0u || gw == 0u || gh == 0u) {  // nothing to draw: background
         imageStore(target, at, unpack_rgba(c));
         return;
     }
-    int dy = int(P[TG_TEXT_DY]);
-    uint line = P[TG_LINE];
-    uint avail = P[TG_AVAIL_W];
-    uint glyph_w = P[TG_GLYPH_W];
+    int dy = int(P(TG_TEXT_DY));
+    uint line = P(TG_LINE);
+    uint avail = P(TG_AVAIL_W);
+    uint glyph_w = P(TG_GLYPH_W);
     if (x >= gx && y >= gy && x < gx + gw && y < gy + gh) {
         uint lx = x - gx;
         uint ly = y - gy;
@@ -97,37 +98,37 @@ void main() {
                                    || ly + 1u == span_start(row + 1u, rows, gh));
         if (!edge) {
             uint cell = row * cols + col;
-            float v = load_input(P[TG_BASE], P[TG_DTYPE], cell);
+            float v = load_input(P(TG_BASE), P(TG_DTYPE), cell);
             uint cls = classify(v);
-            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), uintBitsToFloat(P[TG_LO]),
-                                                          uintBitsToFloat(P[TG_SCALE]), 255u)];
-            else if (cls == CLASS_NAN) c = P[TG_NAN];
-            else if (cls == CLASS_POSINF) c = P[TG_POSINF];
-            else c = P[TG_NEGINF];
+            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), uintBitsToFloat(P(TG_LO)),
+                                                          uintBitsToFloat(P(TG_SCALE)), 255u)];
+            else if (cls == CLASS_NAN) c = P(TG_NAN);
+            else if (cls == CLASS_POSINF) c = P(TG_POSINF);
+            else c = P(TG_NEGINF);
             uint n = string_length(cell);
             if (n != 0u) {
                 int left = int(x0 + ((avail - n * glyph_w) >> 1));
                 uint a = coverage(cell, int(x) - int(gx) - left, int(ly) - int(y0) - dy);
                 if (a != 0u) {
-                    uint fg = luminance(c) < P[TG_LUM_SPLIT] ? P[TG_LIGHT] : P[TG_DARK];
+                    uint fg = luminance(c) < P(TG_LUM_SPLIT) ? P(TG_LIGHT) : P(TG_DARK);
                     c = blend(c, fg, a);
                 }
             }
         }
-    } else if (P[TG_ROW_LABELS] != 0u && x < gx && y >= gy && y < gy + gh) {
+    } else if (P(TG_ROW_LABELS) != 0u && x < gx && y >= gy && y < gy + gh) {
         uint ly = y - gy;
         uint row = span_index(ly, rows, gh);
         uint s = rows * cols + row;
-        int left = int(gx - P[TG_LABEL_PAD] - string_length(s) * glyph_w);
+        int left = int(gx - P(TG_LABEL_PAD) - string_length(s) * glyph_w);
         uint a = coverage(s, int(x) - left, int(ly) - int(span_start(row, rows, gh)) - dy);
-        if (a != 0u) c = blend(c, P[TG_LABEL], a);
-    } else if (P[TG_COL_LABELS] != 0u && y >= P[TG_TOP] && y < gy && x >= gx && x < gx + gw) {
+        if (a != 0u) c = blend(c, P(TG_LABEL), a);
+    } else if (P(TG_COL_LABELS) != 0u && y >= P(TG_TOP) && y < gy && x >= gx && x < gx + gw) {
         uint lx = x - gx;
         uint col = span_index(lx, cols, gw);
         uint s = rows * cols + rows + col;
         int left = int(span_start(col, cols, gw) + ((avail - string_length(s) * glyph_w) >> 1));
-        uint a = coverage(s, int(lx) - left, int(y - P[TG_TOP]) - 1);
-        if (a != 0u) c = blend(c, P[TG_LABEL], a);
+        uint a = coverage(s, int(lx) - left, int(y - P(TG_TOP)) - 1);
+        if (a != 0u) c = blend(c, P(TG_LABEL), a);
     }
     imageStore(target, at, unpack_rgba(c));
 }
