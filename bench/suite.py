@@ -126,6 +126,8 @@ def measure_section(name: str, a, reps: int) -> dict:
     elif name == "overhead":
         out = overhead.measure(3 if a.quick else 6, 1.0 if a.quick else 1.5, log=log)
         out["measured"] = now
+    elif name == "cpu_per_panel":
+        out = {n: run_case("cpu_per_panel", "--n", n, "--repeats", 30) for n in (1, 10, 50)}
     else:
         out = pointcloud_suite.measure(run_case, summary, reps, a.rounds, log)
         out.update(quick=a.quick, machine=machine(), versions=versions())
@@ -139,7 +141,7 @@ def main() -> None:
     ap.add_argument("--json", default=str(HERE / "results.json"))
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the report from the figures already in --json (no measuring)")
-    ap.add_argument("--only", choices=("pointcloud", "dashboard", "web", "overhead"),
+    ap.add_argument("--only", choices=("pointcloud", "dashboard", "web", "overhead", "cpu_per_panel"),
                     help="measure only this section; the others keep their figures from --json")
     ap.add_argument("--rounds", type=int, default=3,
                     help="processes per path for the floor and Caliper's point cloud (interleaved)")
@@ -180,7 +182,7 @@ def main() -> None:
     res["dashboard"] = dashboard_cases(8 if a.quick else 20, 3 if a.quick else 5)
     print(f"dashboard: {res['dashboard']}", file=sys.stderr)
     res["web"] = measure_web(a.quick)
-    res["cpu_per_panel"] = {n: run_case("cpu_per_panel", "--n", n, "--repeats", 30) for n in (1, 10, 50)}
+    res["cpu_per_panel"] = measure_section("cpu_per_panel", a, reps)
     for mode in ("zero-copy", "staging"):
         res["memory"][mode] = run_case("memory", "--n", 1_000_000, "--mode", mode)
     Path(a.json).write_text(json.dumps(res, indent=2, default=float))

@@ -10,11 +10,12 @@ import threading
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
 import caliper_vk as cv
-from caliper_vk.live.budget import Budget
+from caliper_vk.live.budget import DEFAULT_MIN_FPS, Budget
 
 
 class Clock:
@@ -99,6 +100,54 @@ def test_budget_never_drops_a_frame_due_to_be_saved():
     saved = {i for i, _ in r.drawn if i % 7 == 0}
     assert saved == set(range(7, 701, 7))
     assert r.b.held > 0  # the others were held back
+
+
+def test_budget_draws_at_once_for_input_then_pays_it_back():
+    clock = Clock()
+    b = Budget(0.02, 0.2, clock=clock)
+
+    def step(took, drew_if_allowed=True):
+        entered = b.enter()
+        drew = drew_if_allowed and b.allows()
+        clock.t += took if drew else 1e-6
+        b.leave(entered, drew)
+        clock.t += 0.010  # training
+        return drew
+
+    for _ in range(3):  # the first frames set the cost estimate: 50 ms against 0.2 ms a step
+        b.interacted()
+        assert step(0.050)
+    assert not b.due()  # the credit is spent: the budget holds the next frames back ...
+    assert not step(0.050)
+    b.interacted()  # ... but a drag in the window draws at once, even after due() said no
+    assert step(0.050)
+    held = sum(not step(0.050) for _ in range(100))
+    assert held == 100, "after the input's frame the budget pays its cost back before drawing again"
+
+
+def test_window_input_makes_the_next_step_draw(monkeypatch):
+    from caliper_vk.live import input as window_input
+
+    with cv.Session(window=False, size=(64, 48), budget=0.01) as s:
+        t = cv.empty((16, 3))
+        s.attach(t, "pointcloud")
+        s.step()
+        s.flush()
+        s.budget.cost, s.budget.credit = 10.0, -10.0  # a frame far over the budget
+        s.budget.last_frame = s.budget.clock()
+        assert not s.step()
+        monkeypatch.setattr(window_input, "panel_at", lambda *a: None)
+        window_input.handle(s, [SimpleNamespace(kind="scroll", x=1, y=1, dy=1)])
+        assert s.step(), "input should draw the next step whatever the budget"
+        s.flush()
+        assert not s.step()  # and only that one
+
+
+def test_the_default_minimum_frame_rate_is_a_frame_every_five_seconds():
+    # a 200 ms frame at 2% would come every 10 s; the floor draws one every 5 s
+    r = simulate(0.02, 4000, train_s=0.010, frame_s=0.2, min_fps=DEFAULT_MIN_FPS)
+    gaps = np.diff([t for _, t in r.drawn])[1:]
+    assert len(gaps) >= 6 and max(gaps) <= 5.02 and min(gaps) >= 5.0, gaps
 
 
 def test_budget_forgives_a_one_off_first_frame():
@@ -221,3 +270,20 @@ def test_budget_holds_in_a_real_short_loop():
     assert ours / wall <= 0.10 + 0.04, f"Caliper took {ours / wall:.1%} of a 1.5 s loop at a 10% budget"
     # the session's own measure (decayed over 5 s, so it still holds the two frames above)
     assert measured is not None and measured < 0.25
+
+
+def test_asking_due_counts_as_caliper_time(monkeypatch):
+    with cv.Session(window=False, size=(32, 32), budget=0.05) as s:
+        s.attach(cv.empty((4, 3)), "pointcloud")
+        s.step()
+        s.flush()
+        s.step()  # the budget's step accounting starts
+
+        def slow_no(step):
+            time.sleep(0.003)
+            return False
+
+        monkeypatch.setattr(s, "_due", slow_no)
+        before = s.budget.spent
+        assert not s.due()
+        assert s.budget.spent - before >= 0.003

@@ -10,7 +10,7 @@ that calls ``step()``:
 
 - every ``step()`` call, from entry to return (drawing or not);
 - every ``panel.writing()`` block on that thread (the wait for a frame still
-  reading, and the copy inside it);
+  reading, and the copy inside it), and every ``due()`` call;
 - the span from a ``due()`` that answered True to the next ``step()``: the
   probe forward a loop runs only because a frame is due (``if due(): ...;
   step()``), with the writes inside it.
@@ -29,10 +29,13 @@ On a CPU Vulkan device (lavapipe) a frame is also executed by the driver's
 threads on the cores training runs on; there the session times each frame's
 execution with Vulkan timestamps and counts it too (:meth:`Budget.executed`).
 
-Two things override it. The display is never starved: when no frame was drawn
-for ``1 / min_fps`` seconds (1 s by default), the next step draws whatever the
-credit. And frames due to be saved (``save_every``) and ``render()`` are never
-held back; their cost still counts. The status line shows the budget and the
+Three things override it. The display is never starved: when no frame was
+drawn for ``1 / min_fps`` seconds (5 s by default: ``min_fps=0.2``), the next
+step draws whatever the credit. A person interacting with the view (a drag, a
+scroll, a key in the window or the page) gets the next frame at once: what
+they see answers their hand. And frames due to be saved (``save_every``) and
+``render()`` are never held back. Their cost always counts, so the frames after
+them wait until the credit is paid back. The status line shows the budget and the
 share measured over the last few seconds (``≤5% of training: 4.1%``).
 """
 
@@ -45,7 +48,8 @@ import time
 
 DEFAULT_BUDGET = "auto"  # 5%, or what CALIPER_VK_BUDGET says (default_share)
 AUTO_SHARE = 0.05
-DEFAULT_MIN_FPS = 1.0
+DEFAULT_MIN_FPS = 0.2  # a frame at least every 5 s: the budget rules up to 5 s x budget per frame
+# (250 ms at 5%, the GPT demo's 100 ms frame on lavapipe at 2%)
 SHARE_WINDOW_S = 5.0  # time constant of the share the status line shows
 FORGIVE_S = 2.0  # debts older than this much wall time (at the budget's rate) are forgiven
 COST_WEIGHT = 0.3  # weight of the newest frame in the running cost estimate
@@ -119,6 +123,7 @@ class Budget:
         self.device_cost = 0.0  # running mean of a frame's execution on a CPU device (lavapipe)
         self.frames = 0  # frames drawn with the budget's leave (the first only seeds nothing)
         self.held = 0  # steps that drew nothing because the frame did not fit the budget
+        self.interacting = False  # input arrived: the next step draws whatever the credit
         self._span = 0.0  # this step's due() span (part of the frame's cost)
         self._executed = 0  # frames whose execution time was reported
 
@@ -129,7 +134,7 @@ class Budget:
         return self.inside / self.wall if self.wall > 0 else None
 
     def _fits(self, now: float) -> bool:
-        if self.share is None or self.cost is None:
+        if self.share is None or self.cost is None or self.interacting:
             return True
         if now - self.last_frame >= 1.0 / self.min_fps:
             return True  # never starve the display
@@ -148,9 +153,14 @@ class Budget:
             self.opened = self.clock()
         return self.answer
 
+    def interacted(self) -> None:
+        """Input arrived (a drag, a scroll, a key): the next step draws, whatever the credit."""
+        self.interacting = True
+
     def allows(self) -> bool:
-        """Whether ``step()`` may draw now: ``due()``'s answer for this step when it gave one."""
-        allowed = self.answer if self.answer is not None else self._fits(self.clock())
+        """Whether ``step()`` may draw now: ``due()``'s answer for this step when it gave one
+        (input polled by this step draws even after ``due()`` said no: its data is unchanged)."""
+        allowed = self.interacting or (self.answer if self.answer is not None else self._fits(self.clock()))
         if not allowed:
             self.held += 1
         return allowed
@@ -210,6 +220,7 @@ class Budget:
                 self.cost = cost if self.cost is None else (1 - COST_WEIGHT) * self.cost + COST_WEIGHT * cost
             self.frames += 1
             self.last_frame = entered
+            self.interacting = False
         self._span = 0.0
 
     def label(self) -> str | None:

@@ -63,6 +63,8 @@ def rewind_key(session, key: str) -> bool:
 
 def handle(session, events) -> None:
     """Apply window ``events`` to ``session``'s panels, pause state and saved frames."""
+    if events:
+        session.budget.interacted()  # the person at the view sees the answer to their hand at once
     for ev in events:
         target = panel_at(session.panels, session.window, ev.x, ev.y)
         view = target.view if target is not None else None

@@ -79,7 +79,8 @@ class Session(Rewind):
         The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
         drawing fewer frames (:mod:`.budget`); None draws every frame it can.
     min_fps : float
-        However tight the budget, a frame at least this often (the display is never starved).
+        However tight the budget, a frame at least this often (0.2: one every 5 s; the display
+        is never starved). Input in the window or the page draws the next step at once.
     history : int, str or None
         Device memory for the input bytes of recent frames (``"256MB"``; 0 or None: off),
         so that :meth:`rewind` (or pause and ←/→ in the window) shows any kept step exactly
@@ -375,6 +376,13 @@ class Session(Rewind):
         or drawing stopped; frames due to be saved are always due. From a True answer to
         ``step()`` the time counts as Caliper's (the probe forward it lets the loop skip).
         """
+        started = self.budget.clock()
+        try:
+            return self._due(step)
+        finally:
+            self.budget.charge(started)  # asking is Caliper's time too (a True answer's span begins)
+
+    def _due(self, step: int | None) -> bool:
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
             return False
