@@ -254,13 +254,14 @@ def lines(res: dict) -> list[str]:
                        f"{1e3 * r['caliper']:.2f} | {100 * r['overhead']:+.1f}% | "
                        f"{100 * (r['measured'] or 0):.1f}% | {r['frames']} ({r['steps']['caliper']}) | "
                        f"{'yes' if ok else 'no'} |")
-    out += ["", "Caliper's own measure counts the training thread's time in Caliper and, on a CPU "
-            "device such as lavapipe, each frame's execution (Vulkan timestamps), since the driver draws "
-            "on the cores the training runs on. The budget yields to the minimum frame rate (`min_fps=1`): "
-            "where one frame costs more than the budget's share of a second, frames come once a second "
-            "(plus one as each Caliper block starts) and the share is min_fps × the frame's cost, whatever "
-            "the budget. The frames column shows when that happened: about 12 frames in 9 seconds of "
-            "Caliper blocks.", ""]
+    out += ["", "Caliper's own measure counts the training thread's time in Caliper (`due()`, writes, "
+            "`step()`, the probe forward of a drawn frame) and, on a CPU device such as lavapipe, each "
+            "frame's execution (Vulkan timestamps), since the driver draws on the cores the training runs "
+            "on. The budget's clock stops during the plain blocks, so that to the session they did not "
+            "happen: otherwise each one would earn a frame of credit, spent at the start of the timed block "
+            "that follows. The budget yields to the minimum frame rate (`min_fps=0.2`, a frame at least "
+            "every 5 s): a loop whose frame costs more than 5 s × the budget gets one every 5 s instead.",
+            ""]
     if res.get("note"):  # what the person who ran it read in these figures (kept in results.json)
         out += [res["note"], ""]
     return out
