@@ -91,13 +91,14 @@ class ScalarPanels:
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
-            self._cursor_line(index)
+            self._cursor_line(index, deferred=True)
             self._end_plot()
             if linear:
                 implot.pop_style_var()
             self._legend_rows[index] = self._draw_legend()
         for n in notes:
             imgui.text_disabled(n)
+        self._draw_cursor(index)
 
     def _item(self, label: str, rgb) -> str:
         """Note a plotted item for the panel's legend (drawn under the plot, never over the data)."""
