@@ -10,17 +10,32 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..record.mapped import release_pages
+
 if TYPE_CHECKING:
     from ..record import Run
     from .model import Panel
 
+CHUNK = 1 << 18  # values per chunk of a long scan (2 MB of float64)
 ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
 def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
     """(min, max) of the finite values of ``v`` (None, None when there are none), without a
-    filtered copy unless a NaN or an infinity is present."""
+    filtered copy unless a NaN or an infinity is present. A long column is scanned in chunks
+    whose pages are handed back as it goes (a run file's column is memory-mapped: scanning it
+    whole would make all of it resident at once)."""
+    if len(v) > CHUNK:
+        parts = []
+        for at in range(0, len(v), CHUNK):
+            part = v[at:at + CHUNK]
+            parts.append(_finite_extremes(part))
+            release_pages(part)
+        found = [p for p in parts if p[0] is not None]
+        if not found:
+            return None, None
+        return min(p[0] for p in found), max(p[1] for p in found)
     if not len(v):
         return None, None
     lo, hi = float(np.min(v)), float(np.max(v))
