@@ -115,13 +115,28 @@ class Dashboard(ScalarPanels, ArrayPanels):
         self.pinned: dict = {}  # (run name, array key) -> the probe index whose readout is shown
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
+        self._laid_out = False  # the first frame() lays out once before it draws
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
         self.closed = False
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, events=None) -> list:
+        """Build one frame (Dear ImGui + ImPlot calls) for ``events``; the caller draws it
+        (``ui.render()`` or ``ui.present()``). Dear ImGui sizes windows on the first frame and
+        the plots take their layout from the frame before (legend rows, the epoch axis): the
+        first call lays the frame out once undrawn, so the first frame drawn is complete and the
+        next one finds its panels unchanged (kept: engine/retained.py)."""
+        if not self._laid_out:
+            self._laid_out = True
+            self.ui.new_frame([])
+            self._build()
+            self.ui.discard_frame()
         events = self.ui.new_frame(events)
+        self._build()
+        return events
+
+    def _build(self) -> None:
         if self.reveal:
             self._reveal_to_cursor()
         io = imgui.get_io()
@@ -151,7 +166,6 @@ class Dashboard(ScalarPanels, ArrayPanels):
             imgui.end_child()
         imgui.end_child()
         imgui.end()
-        return events
 
     def _rgb(self, run: Run) -> tuple:
         return self._colours[run.name]

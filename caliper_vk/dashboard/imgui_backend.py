@@ -286,6 +286,12 @@ class ImGuiRenderer:
         bounds = (p.x - 1, p.y - 1, p.x + s.x + 1, p.y + s.y + 1)
         self._retain[dl._owner_name] = (key, dl.vtx_buffer.size(), dl.idx_buffer.size(), bounds)
 
+    def discard_frame(self) -> None:
+        """Finish the frame without drawing it (a layout pass); texture requests are serviced."""
+        self._activate()
+        imgui.render()
+        self._service_textures(imgui.get_draw_data())
+
     def render(self) -> np.ndarray:
         """Finish the frame and draw it offscreen; returns ``(height, width, 4)`` uint8 RGBA."""
         self._end_frame()
