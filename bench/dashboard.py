@@ -159,7 +159,8 @@ def open_case(run_dir) -> dict:
 
 def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
     """Frame times of cursor moves across the run (WARMUP moves first, each onto another array
-    frame), split into build / draw lists / GPU, and the process's peak RSS."""
+    frame), split into build / draw lists / GPU, the panels kept (copied, not drawn) and redrawn
+    per move, and the process's peak RSS."""
     from imgui_bundle import imgui
 
     dash, out = _open(run_dir)
@@ -172,10 +173,13 @@ def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
         import cProfile
 
         prof = cProfile.Profile()
+    kept = dash.ui.overlay.retained  # panels whose pixels were copied, not drawn (engine/retained.py)
     for i, x in enumerate(xs):
         dash.cursor = float(x)  # what a click or a drag on a cursor line sets
-        if prof is not None and i == WARMUP:
-            prof.enable()
+        if i == WARMUP:
+            counts = (kept.hits, kept.misses)
+            if prof is not None:
+                prof.enable()
         rows.append(_frame(dash))
     if prof is not None:
         prof.disable()
@@ -186,7 +190,9 @@ def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
     rows = np.array(rows[WARMUP:])
     out.update(times=rows.sum(1).tolist(), build_ms=float(np.median(rows[:, 0]) * 1e3),
                draw_lists_ms=float(np.median(rows[:, 1]) * 1e3), gpu_ms=float(np.median(rows[:, 2]) * 1e3),
-               triangles=int(triangles), size=list(SIZE), peak_rss_mb=_rss_mb(), rss_end_mb=_current_rss_mb())
+               triangles=int(triangles), size=list(SIZE), peak_rss_mb=_rss_mb(), rss_end_mb=_current_rss_mb(),
+               kept_per_move=(kept.hits - counts[0]) / repeats,
+               redrawn_per_move=(kept.misses - counts[1]) / repeats)
     return out
 
 

@@ -387,7 +387,9 @@ def dashboard_lines(d: dict) -> list[str]:
             f"| frame | {_ms(cur)} |",
             f"| build (ImGui + ImPlot calls) | {cur['build_ms']:.1f} |",
             f"| draw lists to the overlay | {cur['draw_lists_ms']:.1f} |",
-            f"| GPU: {cur['triangles']:,} triangles, blended, and the read back | {cur['gpu_ms']:.1f} |",
+            f"| GPU: the draw lists ({cur['triangles']:,} triangles, of which the "
+            f"{cur.get('kept_per_move', 0):.0f} kept panels' are copied, not drawn), the array canvases, "
+            f"the read back | {cur['gpu_ms']:.1f} |",
             "",
             f"Peak RSS of that process, holding the run through the opening and every move: "
             f"{cur['peak_rss_mb']:.0f} MB. The run's arrays are 10 value columns of 8 MB, one shared step "

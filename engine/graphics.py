@@ -58,6 +58,8 @@ class OverlayPipeline:
         check_graphics(device.info, "the overlay pipeline", PUSH_CONSTANT_BYTES, VERTEX_DTYPE.itemsize)
         dev = device.handle
         self.render_pass = vk.vkCreateRenderPass(dev, _render_pass_info(), None)
+        # the same pass over the target as it stands (retained regions copied in: engine/retained.py)
+        self.load_pass = vk.vkCreateRenderPass(dev, _render_pass_info(load=True), None)
         binding = new("VkDescriptorSetLayoutBinding", binding=0,
                       descriptorType=vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, descriptorCount=1,
                       stageFlags=vk.VK_SHADER_STAGE_FRAGMENT_BIT)
@@ -128,7 +130,7 @@ class OverlayPipeline:
             return
         handle, self.handle = self.handle, None
         dev = self.device.handle
-        objects = (self.render_pass, self.set_layout, self.layout, list(self.modules),
+        objects = ((self.render_pass, self.load_pass), self.set_layout, self.layout, list(self.modules),
                    list(self.samplers.values()))
 
         def destroy():
@@ -140,7 +142,8 @@ class OverlayPipeline:
                 vk.vkDestroyShaderModule(dev, module, None)
             vk.vkDestroyPipelineLayout(dev, layout, None)
             vk.vkDestroyDescriptorSetLayout(dev, set_layout, None)
-            vk.vkDestroyRenderPass(dev, render_pass, None)
+            for rp in render_pass:
+                vk.vkDestroyRenderPass(dev, rp, None)
 
         self.device.retire(destroy)
 
@@ -168,12 +171,14 @@ def _sampler_info(filt: int):
                borderColor=vk.VK_BORDER_COLOR_FLOAT_TRANSPARENT_BLACK)
 
 
-def _render_pass_info():
+def _render_pass_info(load: bool = False):
     attachment = new(
         "VkAttachmentDescription", format=TARGET_FORMAT, samples=vk.VK_SAMPLE_COUNT_1_BIT,
-        loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR, storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE,
+        loadOp=vk.VK_ATTACHMENT_LOAD_OP_LOAD if load else vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE,
         stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE,
-        initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, finalLayout=vk.VK_IMAGE_LAYOUT_GENERAL,
+        initialLayout=vk.VK_IMAGE_LAYOUT_GENERAL if load else vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        finalLayout=vk.VK_IMAGE_LAYOUT_GENERAL,
     )
     ref = new("VkAttachmentReference", attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
     subpass = new("VkSubpassDescription", pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,

@@ -53,9 +53,10 @@ from .device import Device
 from .graphics import TARGET_FORMAT, VERTEX_DTYPE, overlay_pipeline
 from .image import RGBA8_UINT, create_image, create_view, write_png
 from .memory import Buffer
+from .retained import Retain, RetainedRegions, scissor
 from .texture import Texture, record_links, record_uploads
 
-__all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay"]
+__all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay", "Retain"]
 
 _VERTEX_USAGE = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
 _INDEX_USAGE = vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT
@@ -90,6 +91,7 @@ class DrawList:
     vertices: object
     indices: object
     commands: Sequence[DrawCommand]
+    retain: Retain | None = None  # a static part whose pixels are kept between frames (retained.py)
 
 
 class _Slot:
@@ -101,6 +103,7 @@ class _Slot:
         self.indices: Buffer | None = None
         self.serial: int | None = None
         self.textures: tuple = ()
+        self.plan = None  # the retained regions this recording draws or copies
 
     def close(self) -> None:
         self.recorder.close()
@@ -127,7 +130,8 @@ class OverlayTarget:
         self.handle, self.memory, self._allocated = create_image(
             device, self.width, self.height, TARGET_FORMAT,
             vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT
-            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT, flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT)
+            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+            flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT)
         self.attachment_view = create_view(device, self.handle, TARGET_FORMAT)
         self.view = create_view(device, self.handle, RGBA8_UINT)
         self.framebuffer = vk.vkCreateFramebuffer(dev, new(
@@ -192,6 +196,7 @@ class Overlay:
         self._readback: Buffer | None = None
         self._readback_recorder = Recorder(self.device)
         self._scissor = new("VkRect2D")
+        self.retained = RetainedRegions(self.device)
         self.resize(width, height)
 
     # -- target ------------------------------------------------------------------------------
@@ -265,31 +270,48 @@ class Overlay:
                 textures[c.texture.id] = c.texture
         rec = slot.recorder.begin()
         record_links(rec, textures.values())
-        self._begin_pass(rec, self.clear if clear is None else _color(clear))
+        clear = self.clear if clear is None else _color(clear)
+        transform = (ox, oy, self.width / dw, self.height / dh)
+        plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size)
+        first = len(lists) if plan is None else next(n for n, p in enumerate(plan) if p is not None)
+        # pass 1: the lists before the first retained one, and the static parts not kept
+        self._begin_pass(rec, clear)
         if v_total and i_total:
-            vk.vkCmdBindVertexBuffers(rec.handle, 0, 1, [slot.vertices.handle], [0])
-            vk.vkCmdBindIndexBuffer(rec.handle, slot.indices.handle, 0, _INDEX_TYPES[index_size])
-            sx, sy = 2.0 / dw, 2.0 / dh
-            push = ffi.new("float[4]", [sx, sy, -1.0 - ox * sx, -1.0 - oy * sy])
-            vk.vkCmdPushConstants(rec.handle, self.pipeline.layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, 16,
-                                  push)
-            self._record_commands(rec, lists, geometry, (ox, oy, self.width / dw, self.height / dh),
-                                  index_size)
+            self._bind(rec, slot, dw, dh, ox, oy, index_size)
+            self._record_commands(rec, lists, geometry, transform, index_size, lambda n, d: (
+                d.commands if n < first else () if plan[n] is None or plan[n][3] else d.commands[:plan[n][0]]))
         vk.vkCmdEndRenderPass(rec.handle)
+        if plan is not None:  # the kept regions copied in, then pass 2: everything else, in order
+            self.retained.record_copies(rec.handle, self.image, plan)
+            self._begin_pass(rec, clear, load=True)
+            if v_total and i_total:
+                self._bind(rec, slot, dw, dh, ox, oy, index_size)
+                self._record_commands(rec, lists, geometry, transform, index_size, lambda n, d: (
+                    () if n < first else d.commands if plan[n] is None else d.commands[plan[n][0]:]))
+            vk.vkCmdEndRenderPass(rec.handle)
         rec.end()
+        slot.plan = plan
         self.image.layout = vk.VK_IMAGE_LAYOUT_GENERAL
         slot.textures = tuple(textures.values())
         slot.serial = None
         self._current = slot
         self._next = 1 - self._next
 
-    def _begin_pass(self, rec: Recorder, clear) -> None:
+    def _bind(self, rec: Recorder, slot, dw, dh, ox, oy, index_size: int) -> None:
+        vk.vkCmdBindVertexBuffers(rec.handle, 0, 1, [slot.vertices.handle], [0])
+        vk.vkCmdBindIndexBuffer(rec.handle, slot.indices.handle, 0, _INDEX_TYPES[index_size])
+        sx, sy = 2.0 / dw, 2.0 / dh
+        push = ffi.new("float[4]", [sx, sy, -1.0 - ox * sx, -1.0 - oy * sy])
+        vk.vkCmdPushConstants(rec.handle, self.pipeline.layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, 16, push)
+
+    def _begin_pass(self, rec: Recorder, clear, load: bool = False) -> None:
         clear_value = ffi.new("VkClearValue[1]")
         for i, c in enumerate(clear):
             clear_value[0].color.float32[i] = c / 255.0
         area = new("VkRect2D", offset=new("VkOffset2D", x=0, y=0),
                    extent=new("VkExtent2D", width=self.width, height=self.height))
-        info = new("VkRenderPassBeginInfo", renderPass=self.pipeline.render_pass,
+        info = new("VkRenderPassBeginInfo",
+                   renderPass=self.pipeline.load_pass if load else self.pipeline.render_pass,
                    framebuffer=self.image.framebuffer, renderArea=area, clearValueCount=1,
                    pClearValues=clear_value)
         vk.vkCmdBeginRenderPass(rec.handle, info, vk.VK_SUBPASS_CONTENTS_INLINE)
@@ -298,15 +320,15 @@ class Overlay:
         vk.vkCmdSetViewport(rec.handle, 0, 1, viewport)
         vk.vkCmdBindPipeline(rec.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.pipeline.handle)
 
-    def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int) -> None:
-        ox, oy, fx, fy = transform
+    def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int, pick) -> None:
         w, h = self.width, self.height
-        scissor, cb, layout = self._scissor, rec.handle, self.pipeline.layout
-        bound = None
+        sc, cb, layout = self._scissor, rec.handle, self.pipeline.layout
+        lib, sets, bound = vk.lib, ffi.new("VkDescriptorSet[1]"), None  # the loader's entry points:
+        # a command costs ~1 us there, ~15 us through the vulkan package's argument conversion
         v_base = i_base = 0
-        for d, (v, i) in zip(lists, geometry, strict=True):
+        for n, (d, (v, i)) in enumerate(zip(lists, geometry, strict=True)):
             n_vertices, n_indices = v.size // VERTEX_DTYPE.itemsize, i.size // index_size
-            for c in d.commands:
+            for c in pick(n, d):
                 if c.index_count <= 0:
                     continue
                 if c.index_offset < 0 or c.index_offset + c.index_count > n_indices:
@@ -315,19 +337,17 @@ class Overlay:
                 if not 0 <= c.vertex_offset < max(n_vertices, 1):
                     raise ValueError(f"vertex_offset {c.vertex_offset} is outside a list of {n_vertices} "
                                      "vertices")
-                x0, y0 = max((c.clip[0] - ox) * fx, 0.0), max((c.clip[1] - oy) * fy, 0.0)
-                x1, y1 = min((c.clip[2] - ox) * fx, w), min((c.clip[3] - oy) * fy, h)
-                if x1 <= x0 or y1 <= y0:
+                rect = scissor(c.clip, transform, w, h)
+                if rect is None:
                     continue
                 if bound is not c.texture:
-                    vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, layout, 0, 1,
-                                               [c.texture.descriptor_set], 0, None)
+                    sets[0] = c.texture.descriptor_set
+                    lib.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, layout, 0, 1, sets, 0,
+                                                ffi.NULL)
                     bound = c.texture
-                scissor.offset.x, scissor.offset.y = int(x0), int(y0)
-                scissor.extent.width, scissor.extent.height = int(x1 - x0), int(y1 - y0)
-                vk.vkCmdSetScissor(cb, 0, 1, scissor)
-                vk.vkCmdDrawIndexed(cb, c.index_count, 1, i_base + c.index_offset,
-                                    v_base + c.vertex_offset, 0)
+                sc.offset.x, sc.offset.y, sc.extent.width, sc.extent.height = rect
+                lib.vkCmdSetScissor(cb, 0, 1, sc)
+                lib.vkCmdDrawIndexed(cb, c.index_count, 1, i_base + c.index_offset, v_base + c.vertex_offset, 0)
             v_base += n_vertices
             i_base += n_indices
 
@@ -365,6 +385,8 @@ class Overlay:
             uploads.close()  # both released once this submission has finished
             staging.close()
         slot.serial = self._serial = serial
+        self.retained.commit(slot.plan)  # what this frame drew is kept for the next ones
+        slot.plan = None  # (submitting it again copies the same pixels: kept already)
         self.read_back_serial = serial if readback else None
         return serial
 
@@ -409,6 +431,7 @@ class Overlay:
             return
         for slot in self._slots:
             slot.close()
+        self.retained.close()
         self._readback_recorder.close()
         self._readback.close()
         self.image.close()

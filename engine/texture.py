@@ -88,6 +88,7 @@ class Texture:
         self.vk_format, self.texel_bytes = FORMATS[format]
         self.id = next(_ids)
         self.source = None  # the linked engine image, if any
+        self.version = 0  # counts update() calls: what a retained overlay region drew is keyed by it
         self._initialized = False  # a full upload or copy has been recorded
         self._pending: list[tuple[np.ndarray, int, int, int, int]] = []  # (bytes, x, y, w, h)
         pipeline = overlay_pipeline(device)
@@ -130,6 +131,7 @@ class Texture:
         self._check_live()
         if self.source is not None:
             raise ValueError("this texture is linked to an engine image; call unlink() before update()")
+        self.version += 1
         a = np.asarray(pixels)
         if a.dtype != np.uint8:
             raise TypeError(f"texture pixels must be uint8, got {a.dtype} (convert with .astype(np.uint8))")

@@ -11,12 +11,14 @@ sparse frame stated) live in :mod:`.model`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 from imgui_bundle import imgui, implot
 
 from ..record import Run
+from ..record.mapped import release_pages
 from . import model
 from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
@@ -82,6 +84,7 @@ class Dashboard(ScalarPanels, ArrayPanels):
         self.log_y = {i for i, p in enumerate(self.panels)
                       if (log_y and p.kind == "scalar" and p.options.get("group") == "loss")
                       or model.spans_decades(self.runs, p)}
+        release_pages()  # those scans touched every column of the run files: none stays resident
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
@@ -112,12 +115,28 @@ class Dashboard(ScalarPanels, ArrayPanels):
         self.pinned: dict = {}  # (run name, array key) -> the probe index whose readout is shown
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
+        self._laid_out = False  # the first frame() lays out once before it draws
+        self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
         self.closed = False
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, events=None) -> list:
+        """Build one frame (Dear ImGui + ImPlot calls) for ``events``; the caller draws it
+        (``ui.render()`` or ``ui.present()``). Dear ImGui sizes windows on the first frame and
+        the plots take their layout from the frame before (legend rows, the epoch axis): the
+        first call lays the frame out once undrawn, so the first frame drawn is complete and the
+        next one finds its panels unchanged (kept: engine/retained.py)."""
+        if not self._laid_out:
+            self._laid_out = True
+            self.ui.new_frame([])
+            self._build()
+            self.ui.discard_frame()
         events = self.ui.new_frame(events)
+        self._build()
+        return events
+
+    def _build(self) -> None:
         if self.reveal:
             self._reveal_to_cursor()
         io = imgui.get_io()
@@ -140,11 +159,13 @@ class Dashboard(ScalarPanels, ArrayPanels):
             # no scrollbar: one appearing for a frame would narrow the plot and redo its columns
             imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders,
                               imgui.WindowFlags_.no_scrollbar)
+            cached = len(self._cache)
             self._panel(panel, i)
+            if len(self._cache) != cached:  # it scanned columns (a scale, a trace's pixel columns)
+                release_pages()
             imgui.end_child()
         imgui.end_child()
         imgui.end()
-        return events
 
     def _rgb(self, run: Run) -> tuple:
         return self._colours[run.name]
@@ -296,6 +317,9 @@ class Dashboard(ScalarPanels, ArrayPanels):
                 imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), alpha))
                 imgui.text_wrapped(f"  {run.name}: {r.text}")  # wrapped, never cut at the sidebar's edge
                 imgui.pop_style_color()
+            # a search touches a few pages of the step and value columns, and the kernel maps a
+            # run file's pages in large folios (2 MB each here): hand them back key by key
+            release_pages()
 
     # -- plots -------------------------------------------------------------------------------
     # ImPlot fills a plot's whole frame with FrameBg and then its plot area with PlotBg: two opaque
@@ -355,12 +379,44 @@ class Dashboard(ScalarPanels, ArrayPanels):
         elif panel.kind == "confusion":
             self._confusion_panel(panel, index)
 
-    def _cursor_line(self, index: int) -> None:
-        changed, x, *_ = implot.drag_line_x(index, self.cursor, imgui.ImVec4(1, 1, 1, 0.8), 1.5)
+    def _cursor_line(self, index: int, deferred: bool = False) -> None:
+        """The cursor in the current plot: dragged, or set by a click. ``deferred``: ImPlot only
+        handles the drag (its line is drawn transparent) and :meth:`_draw_cursor` draws the line
+        after the rest of the panel, the last thing in its draw list."""
+        changed, x, *_ = implot.drag_line_x(index, self.cursor, imgui.ImVec4(1, 1, 1, 0 if deferred else 0.8),
+                                            1.5)
         if changed:
             self.cursor = float(x)
         elif implot.is_plot_hovered() and imgui.is_mouse_clicked(0):
             self.cursor = float(implot.get_plot_mouse_pos().x)
+        if deferred:  # where the line goes, as ImPlot places a drag line: a rounded pixel column
+            p0, size = implot.get_plot_pos(), implot.get_plot_size()
+            px = math.floor(implot.plot_to_pixels(self.cursor, 1.0).x + 0.5)
+            self._cursor_at = (px, p0.x, p0.y, p0.x + size.x, p0.y + size.y)
+
+    # Everything a scalar panel draws but its cursor is its *static part*: the overlay keeps its
+    # pixels while it stays byte-for-byte the same (engine/retained.py), so a frame in which only
+    # the cursor moved copies each such panel and draws one line over it. Any change (data, a
+    # zoom, a hover, a resize) is a difference in the static part, which is then drawn again.
+    RETAIN = True
+
+    def _draw_cursor(self, index: int) -> None:
+        """The end of a scalar panel: mark what it drew as its static part, then draw the
+        cursor line (and ImPlot's drag grips, 3x as thick, at both ends) over it."""
+        at, self._cursor_at = self._cursor_at, None
+        if self.RETAIN:
+            self.ui.retain(("panel", index))
+        if at is None:
+            return
+        x, x0, y0, x1, y1 = at
+        v, dl = imgui.ImVec2, imgui.get_window_draw_list()
+        col = imgui.color_convert_float4_to_u32(imgui.ImVec4(1, 1, 1, 0.8))
+        tick = implot.get_style().major_tick_len.x
+        dl.push_clip_rect(v(x0, y0), v(x1, y1), True)
+        dl.add_line(v(x, y0), v(x, y1), col, 1.5)
+        dl.add_line(v(x, y0), v(x, y0 + tick), col, 4.5)
+        dl.add_line(v(x, y1), v(x, y1 - tick), col, 4.5)
+        dl.pop_clip_rect()
 
     # -- driving it ----------------------------------------------------------------------------
     def render(self, frames: int = 3) -> np.ndarray:

@@ -45,24 +45,34 @@ class ArrayPanels:
     def _view_texture(self, key, signature, make_view, data: np.ndarray, w: int, h: int):
         """The texture ``key``: ``make_view(data)`` drawn by the engine at ``w`` x ``h``, redrawn
         when ``signature`` changes. The view and its canvas are kept: data of the same shape (the
-        cursor moved onto another frame) goes to the view's ``set_data`` and is drawn again."""
-        def draw():
-            from ..engine import Canvas
+        cursor moved onto another frame) goes to the view's ``set_data`` and is drawn again. The
+        canvas's frame is submitted and never waited for: the texture is linked to its image,
+        which the overlay's frame copies on the GPU (no read back, no upload)."""
+        from ..engine import Canvas
 
-            kind = (data.shape, data.dtype, w, h)
-            held = self._canvases.get(key)
-            if held is not None and held[0] == kind:
-                held[2].set_data(data)
-            else:
-                if held is not None:
-                    held[1].close()
-                view = make_view(data)
-                canvas = Canvas(w, h)
-                canvas.add(view)
-                held = self._canvases[key] = (kind, canvas, view)
-            return held[1].render()
-
-        return self._texture(key, signature, draw)
+        entry = self._textures.get(key)
+        if entry is not None and entry[0] == signature:
+            return entry[1]
+        kind = (data.shape, data.dtype, w, h)
+        held = self._canvases.get(key)
+        if held is not None and held[0] == kind:
+            if not held[1].done():  # its parameters and inputs are about to be rewritten
+                held[1].device.wait()
+            held[2].set_data(data)
+        else:
+            if entry is not None:
+                entry[1].close()
+                entry = None
+            if held is not None:
+                held[1].close()
+            view = make_view(data)
+            canvas = Canvas(w, h, device=self.ui.device)
+            canvas.add(view)
+            held = self._canvases[key] = (kind, canvas, view)
+        held[1].submit(readback=False)
+        tex = entry[1] if entry is not None else self.ui.add_canvas_texture(held[1])
+        self._textures[key] = (signature, tex)
+        return tex
 
     @staticmethod
     def _array_data(a: np.ndarray) -> np.ndarray:

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from caliper_vk.engine.overlay import DrawCommand, DrawList, Overlay
+from caliper_vk.engine.overlay import DrawCommand, DrawList, Overlay, Retain
 from caliper_vk.engine.texture import Texture
 from caliper_vk.engine.window import Event
 
@@ -129,6 +129,7 @@ class ImGuiRenderer:
         self._key_map: dict[int, object] | None = None
         # Texture requests serviced so far (Dear ImGui's font atlas grows by "update" requests).
         self.texture_requests = {"create": 0, "update": 0, "destroy": 0}
+        self._retain: dict = {}  # this frame's static parts: draw list owner -> (key, vertices, indices)
         io = imgui.get_io()
         io.set_ini_filename(None)  # never write imgui.ini into the working directory
         io.backend_flags |= (imgui.BackendFlags_.renderer_has_textures
@@ -208,6 +209,7 @@ class ImGuiRenderer:
         self.feed(events)
         for tex in list(self._user):
             tex._refresh(resize=True)
+        self._retain = {}
         imgui.new_frame()
         return events
 
@@ -257,6 +259,7 @@ class ImGuiRenderer:
             vertices = (ctypes.c_char * (vtx.size() * imgui.VERTEX_SIZE)).from_address(vtx.data_address())
             indices = (ctypes.c_char * (idx.size() * imgui.INDEX_SIZE)).from_address(idx.data_address())
             commands = []
+            mark = self._retain.get(dl._owner_name)
             for c in dl.cmd_buffer:
                 if c.elem_count == 0:
                     continue
@@ -268,9 +271,26 @@ class ImGuiRenderer:
                 r = c.clip_rect
                 commands.append(DrawCommand(texture, (r.x, r.y, r.z, r.w), c.idx_offset, c.elem_count,
                                             c.vtx_offset))
-            lists.append(DrawList(vertices, indices, commands))
+            lists.append(DrawList(vertices, indices, commands, _retained(mark, commands)))
         pos, size = data.display_pos, data.display_size
         self.overlay.draw(lists, display=(pos.x, pos.y, size.x, size.y), index_size=imgui.INDEX_SIZE)
+
+    def retain(self, key) -> None:
+        """Mark what the current window has drawn so far as its *static part*, named ``key``
+        from frame to frame: the overlay keeps its pixels while it stays byte-for-byte the same
+        and draws only what the window draws after this call (engine/retained.py). Its pixels
+        are the window's rectangle (and a pixel around it, for its border's anti-aliasing): no
+        window drawn before it may overlap that (child windows side by side, apart)."""
+        dl = imgui.get_window_draw_list()
+        p, s = imgui.get_window_pos(), imgui.get_window_size()
+        bounds = (p.x - 1, p.y - 1, p.x + s.x + 1, p.y + s.y + 1)
+        self._retain[dl._owner_name] = (key, dl.vtx_buffer.size(), dl.idx_buffer.size(), bounds)
+
+    def discard_frame(self) -> None:
+        """Finish the frame without drawing it (a layout pass); texture requests are serviced."""
+        self._activate()
+        imgui.render()
+        self._service_textures(imgui.get_draw_data())
 
     def render(self) -> np.ndarray:
         """Finish the frame and draw it offscreen; returns ``(height, width, 4)`` uint8 RGBA."""
@@ -389,6 +409,18 @@ class ImGuiRenderer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _retained(mark, commands) -> Retain | None:
+    """The overlay's :class:`Retain` for a draw list marked by :meth:`ImGuiRenderer.retain`:
+    its commands before the mark's index count; None when a command straddles the mark."""
+    if mark is None:
+        return None
+    key, vertices, indices, bounds = mark
+    split = sum(1 for c in commands if c.index_offset + c.index_count <= indices)
+    if any(c.index_offset < indices for c in commands[split:]):
+        return None
+    return Retain(key, split, vertices, bounds)
 
 
 def _glfw_key_map() -> dict[int, object]:

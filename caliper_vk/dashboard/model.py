@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..record import Run
-from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, flat_limits, log_limits, measured_extremes,  # noqa: F401
+from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
 
 AXES = ("step", "epoch", "time")

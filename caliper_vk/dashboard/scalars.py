@@ -91,13 +91,14 @@ class ScalarPanels:
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
-            self._cursor_line(index)
+            self._cursor_line(index, deferred=True)
             self._end_plot()
             if linear:
                 implot.pop_style_var()
             self._legend_rows[index] = self._draw_legend()
         for n in notes:
             imgui.text_disabled(n)
+        self._draw_cursor(index)
 
     def _item(self, label: str, rgb) -> str:
         """Note a plotted item for the panel's legend (drawn under the plot, never over the data)."""
@@ -221,10 +222,16 @@ class ScalarPanels:
             if x is None:
                 x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
             y, ph = s.value.astype(np.float64, copy=False), s.placeholder
-            ok = np.isfinite(x)
-            if not ok.all():
+            okkey = ("finite x", id(x))  # a shared step column is checked once, not per series
+            ok = self._cache.get(okkey)
+            if ok is None:
+                ok = self._cache[okkey] = True if np.isfinite(x).all() else np.isfinite(x)
+            if ok is not True:
                 x, y, ph = x[ok], y[ok], ph[ok]
-            bad = ~np.isfinite(y)
+            # no NaN/Inf sample when the column's extremes are finite (known from the scale
+            # decisions): no full-length mask to build
+            finite = ok is True and model.all_finite(s)
+            bad = np.zeros(0, np.intp) if finite else np.flatnonzero(~np.isfinite(y))
             hit = self._cache[key] = {
                 "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
                 "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}

@@ -10,20 +10,39 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..record.mapped import release_pages
+
 if TYPE_CHECKING:
     from ..record import Run
     from .model import Panel
 
+CHUNK = 1 << 18  # values per chunk of a long scan (2 MB of float64)
 ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
-def _finite_extremes(v: np.ndarray) -> tuple[float | None, float | None]:
+def _finite_extremes(v: np.ndarray, raw: bool = False) -> tuple[float | None, float | None]:
     """(min, max) of the finite values of ``v`` (None, None when there are none), without a
-    filtered copy unless a NaN or an infinity is present."""
+    filtered copy unless a NaN or an infinity is present; ``raw``: of every value (NaN when
+    there is one). A long column is scanned in chunks whose pages are handed back as it goes
+    (a run file's column is memory-mapped: scanning it whole would make all of it resident)."""
+    if len(v) > CHUNK:
+        parts = []
+        for at in range(0, len(v), CHUNK):
+            part = v[at:at + CHUNK]
+            parts.append(_finite_extremes(part, raw))
+            release_pages(part)
+        found = [p for p in parts if p[0] is not None]
+        if not found:
+            return None, None
+        if raw and any(math.isnan(p[0]) or math.isnan(p[1]) for p in found):
+            return math.nan, math.nan
+        return min(p[0] for p in found), max(p[1] for p in found)
     if not len(v):
         return None, None
     lo, hi = float(np.min(v)), float(np.max(v))
+    if raw:
+        return lo, hi
     if not (math.isfinite(lo) and math.isfinite(hi)):
         f = v[np.isfinite(v)]
         if not len(f):
@@ -43,6 +62,16 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     out = _finite_extremes(v)
     s.__dict__["_extremes"] = (s.value, s.placeholder, out)
     return out
+
+
+def all_finite(s) -> bool:
+    """True when every value of a series is finite (no NaN or infinity), from the column's raw
+    extremes (computed once per value array: a NaN or an infinity makes them non-finite)."""
+    memo = s.__dict__.get("_raw_extremes")
+    if memo is None or memo[0] is not s.value:
+        lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
+        memo = s.__dict__["_raw_extremes"] = (s.value, math.isfinite(lo) and math.isfinite(hi))
+    return memo[1]
 
 
 def panel_series(runs: list[Run], panel: Panel):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
 import os
 import secrets
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .mapped import map_file, release_pages
 from .log import Payload, RunFileError, decode_array, encode_array
 from .builder import _Builder, _same_steps, _text, run_from_log
 from .run import _EMPTY_F, _EMPTY_I, Run, Series
@@ -140,6 +140,9 @@ def run_from_json(path) -> Run:
         raise RunFileError(f"{path}: not JSON ({str(exc)[:100]})") from None
     if isinstance(head, dict) and head.get("schema") == RUN_SCHEMA and "data" in head:
         refs.resolve(head, path)
+        run = run_from_doc(head, path)
+        release_pages(refs.mapped)  # the checks read the step columns: nothing stays resident
+        return run
     return run_from_doc(head, path)
 
 
@@ -150,6 +153,7 @@ class _Refs:
 
     def __init__(self):
         self.found: list = []
+        self.mapped = np.zeros(0, np.uint8)  # the sidecar's mapping, once resolved
 
     def hook(self, d: dict) -> dict:
         if "at" in d and "dtype" in d and "shape" in d and "b64" not in d:
@@ -173,8 +177,7 @@ class _Refs:
         # a plain read-only array over the mapping (np.memmap's subclass hooks cost ~20 us per
         # slice: a run with thousands of frames spent most of its open in them)
         with open(side, "rb") as f:
-            mm = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8) if size else \
-                np.zeros(0, np.uint8)
+            mm = self.mapped = map_file(f, size) if size else np.zeros(0, np.uint8)
         if bytes(mm[:len(SIDECAR_MAGIC)]) != SIDECAR_MAGIC:
             raise RunFileError(f"{path.name}: {name} is not a Caliper array file")
         views: dict = {}

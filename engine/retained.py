@@ -1,0 +1,223 @@
+"""Retained regions of an :class:`~.overlay.Overlay`: draw commands whose pixels are kept between
+frames and copied back instead of rasterized again.
+
+A UI frame mostly redraws what did not change: a dashboard panel's traces, fills, axes and
+labels are the same frame after frame while only its cursor line moves. A
+:class:`~.overlay.DrawList` marked with :class:`Retain` splits into a *static* part (its first
+``commands`` commands, which use its first ``vertices`` vertices) and a *dynamic* part drawn
+over it. The overlay keeps, per ``key``, the static part's exact inputs (vertex and index
+bytes, clip rectangles, textures and their versions, the target's size and clear colour) and
+the pixels it produced inside the union of its scissor rectangles. A frame whose static part
+is byte-for-byte the kept one copies those pixels into the target (``vkCmdCopyImage``: no
+shading, no blending) instead of drawing it; any difference, however small, draws it again
+and keeps the new pixels. So a kept region is never stale, whatever made it change (new
+data, a zoom, a hover highlight, a new glyph in the font atlas).
+
+The frame is recorded in two render passes. Pass 1 clears the target and draws every list
+before the first retained one, whole, and the static parts of the retained lists not kept;
+then the new regions are copied out and the kept ones copied in; pass 2 (the target loaded)
+draws the dynamic parts and every other list, in order. Compared with drawing all lists in
+order this moves a static part ahead of the lists between it and the first retained list, so
+it is exact when, as the contract requires, **a retained list's static commands own their
+pixels**: no list drawn after the first retained one and before this one draws under them
+(Dear ImGui child windows side by side satisfy it; a tooltip, drawn last, does not need to).
+Pixels then equal those of the plain frame byte for byte (the tests compare whole frames).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import vulkan as vk
+
+from ._vk import ffi, new
+from .graphics import TARGET_FORMAT
+from .image import create_image
+
+_GENERAL = vk.VK_IMAGE_LAYOUT_GENERAL
+
+
+@dataclass(frozen=True)
+class Retain:
+    """Marks a draw list's static part: its first ``commands`` commands, which read its first
+    ``vertices`` vertices and draw nothing outside ``bounds`` (``(x0, y0, x1, y1)``, display
+    units); no other list drawn before them in the frame may draw inside ``bounds``. ``key``
+    names the region from frame to frame (a panel's identity)."""
+
+    key: object
+    commands: int
+    vertices: int
+    bounds: tuple[float, float, float, float]
+
+
+def scissor(clip, transform, width: int, height: int):
+    """A clip rectangle in display units as integer target pixels ``(x, y, w, h)``, clamped to
+    the target (Dear ImGui's reference backends' rule); None when empty."""
+    ox, oy, fx, fy = transform
+    x0, y0 = max((clip[0] - ox) * fx, 0.0), max((clip[1] - oy) * fy, 0.0)
+    x1, y1 = min((clip[2] - ox) * fx, width), min((clip[3] - oy) * fy, height)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return int(x0), int(y0), int(x1 - x0), int(y1 - y0)
+
+
+class _Kept:
+    """One key's pixels (an image of its region's size) and the inputs that produced them."""
+
+    def __init__(self, device, rect):
+        self.device = device
+        self.rect = rect
+        self.handle, self.memory, self._allocated = create_image(
+            device, rect[2], rect[3], TARGET_FORMAT,
+            vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
+        self.signature = None  # what its pixels were drawn from, once a submitted frame made them
+        self.fresh = True  # its layout is still UNDEFINED
+
+    def close(self) -> None:
+        if self.handle is None:
+            return
+        dev, device, handle, memory, size = self.device.handle, self.device, self.handle, self.memory, \
+            self._allocated
+        self.handle = self.memory = None
+
+        def destroy():
+            vk.vkDestroyImage(dev, handle, None)
+            vk.vkFreeMemory(dev, memory, None)
+            device.account(-size)
+
+        self.device.retire(destroy)
+
+
+class RetainedRegions:
+    """The kept regions of one overlay (made and owned by it). ``plan`` decides, per frame,
+    which retained lists are drawn and which are copied; ``commit`` (at submit) makes the
+    regions a submitted frame drew available to later frames."""
+
+    def __init__(self, device):
+        self.device = device
+        self._kept: dict = {}
+        self.hits = self.misses = 0  # over the overlay's life (tests and benchmarks read them)
+
+    def plan(self, lists, geometry, transform, size, clear, index_size: int):
+        """Per list: None (drawn whole), or ``(split, entry, signature, kept)`` for a retained
+        one: its static commands are ``commands[:split]``, ``kept`` says whether its pixels are
+        copied in. Lists whose static part cannot be kept this frame (a linked texture, which
+        changes without a version) are drawn whole."""
+        out, seen = [], set()
+        for d, (v, i) in zip(lists, geometry, strict=True):
+            r = getattr(d, "retain", None)
+            sig = None if r is None or r.key in seen else _signature(d, r, v, i, transform, size, clear,
+                                                                    index_size)
+            if sig is None:
+                out.append(None)
+                continue
+            seen.add(r.key)
+            rect, sig = sig
+            entry = self._kept.get(r.key)
+            if entry is not None and entry.rect[2:] != rect[2:]:
+                entry.close()
+                entry = None
+            if entry is None:
+                entry = self._kept[r.key] = _Kept(self.device, rect)
+            entry.rect = rect
+            kept = entry.signature == sig
+            out.append((r.commands, entry, sig, kept))
+        for key in [k for k in self._kept if k not in seen]:  # a region no longer drawn
+            self._kept.pop(key).close()
+        return out if any(p is not None for p in out) else None
+
+    def commit(self, plan) -> None:
+        """The frame recorded with ``plan`` was submitted: its new regions are kept."""
+        for p in plan or ():
+            if p is not None:
+                _, entry, sig, kept = p
+                entry.signature = sig
+                self.hits += kept
+                self.misses += not kept
+
+    def record_copies(self, cb, target, plan) -> None:
+        """Between the passes: copy the newly drawn regions out of the target, the kept ones in."""
+        mb = new("VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT
+                 | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT,
+                 dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        stages = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        fresh = [p[1] for p in plan if p is not None and p[1].fresh]
+        images = [new("VkImageMemoryBarrier", srcAccessMask=0, dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                      oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, newLayout=_GENERAL,
+                      srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+                      dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=e.handle,
+                      subresourceRange=_range()) for e in fresh]
+        for e in fresh:
+            e.fresh = False
+        barriers = ffi.new("VkImageMemoryBarrier[]", len(images)) if images else None
+        for k, b in enumerate(images):
+            barriers[k] = b[0]
+        vk.vkCmdPipelineBarrier(cb, stages, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, mb, 0, None,
+                                len(images), barriers)
+        for p in plan:
+            if p is None:
+                continue
+            _, entry, _, kept = p
+            x, y, w, h = entry.rect
+            at, zero = new("VkOffset3D", x=x, y=y, z=0), new("VkOffset3D", x=0, y=0, z=0)
+            region = new("VkImageCopy", srcSubresource=_layers(), srcOffset=zero if kept else at,
+                         dstSubresource=_layers(), dstOffset=at if kept else zero,
+                         extent=new("VkExtent3D", width=w, height=h, depth=1))
+            src, dst = (entry.handle, target.handle) if kept else (target.handle, entry.handle)
+            vk.vkCmdCopyImage(cb, src, _GENERAL, dst, _GENERAL, 1, region)
+        after = new("VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                    dstAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT
+                    | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT)
+        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, None, 0,
+                                None)
+
+    def close(self) -> None:
+        for entry in self._kept.values():
+            entry.close()
+        self._kept.clear()
+
+
+def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clear, index_size: int):
+    """``(pixel rectangle, signature)`` of a retained list's static part, or None when it cannot
+    be kept (no commands, a linked texture, a split that cuts a command's indices)."""
+    from .graphics import VERTEX_DTYPE
+
+    static = d.commands[:r.commands]
+    rects, meta, end = [], [], 0
+    for c in static:
+        if c.index_count <= 0:
+            continue
+        if c.texture.source is not None:
+            return None
+        s = scissor(c.clip, transform, *size)
+        if s is None:
+            continue
+        rects.append(s)
+        meta.append((c.texture.id, c.texture.version, s, c.index_offset, c.index_count, c.vertex_offset))
+        end = max(end, c.index_offset + c.index_count)
+    if not rects or any(c.index_offset < end for c in d.commands[r.commands:] if c.index_count > 0):
+        return None
+    ox, oy, fx, fy = transform  # the bounds in whole pixels, clamped to the target
+    bx0, by0 = max(math.floor((r.bounds[0] - ox) * fx), 0), max(math.floor((r.bounds[1] - oy) * fy), 0)
+    bx1 = min(math.ceil((r.bounds[2] - ox) * fx), size[0])
+    by1 = min(math.ceil((r.bounds[3] - oy) * fy), size[1])
+    x0, y0 = max(bx0, min(s[0] for s in rects)), max(by0, min(s[1] for s in rects))
+    x1, y1 = min(bx1, max(s[0] + s[2] for s in rects)), min(by1, max(s[1] + s[3] for s in rects))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    nv = r.vertices * VERTEX_DTYPE.itemsize
+    return (x0, y0, x1 - x0, y1 - y0), (tuple(size), tuple(clear), tuple(transform), tuple(meta),
+                                        v[:nv].tobytes(), i[:end * index_size].tobytes())
+
+
+def _layers():
+    return new("VkImageSubresourceLayers", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
+               baseArrayLayer=0, layerCount=1)
+
+
+def _range():
+    return new("VkImageSubresourceRange", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0,
+               levelCount=1, baseArrayLayer=0, layerCount=1)

@@ -1,0 +1,113 @@
+"""Kept panels (engine/retained.py): a frame in which only the cursor moved copies each scalar
+panel's pixels and draws the cursor over them; any change to a panel draws it again. The pixels
+are those of a full redraw, byte for byte."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from caliper_vk.engine.window import Event
+
+
+def _runs():
+    from caliper_vk.record.run import Run, Series
+
+    n = 20_000
+    steps = np.arange(n, dtype=np.int64)
+    run = Run(name="long", meta={"steps_per_epoch": 100}, status="complete", ended=True,
+              progress_step=steps, progress_epoch=steps / 100, progress_time=steps * 0.01)
+    y = np.sin(steps / 500.0) + 2.0
+    y[n // 3] = 40.0  # a far outlier: marked at the plot's edge
+    run.metrics["train/loss"] = Series("train/loss", steps, y, np.zeros(n, bool))
+    lr = 1e-3 * (1 + np.cos(steps / n * np.pi))
+    run.metrics["lr/group0"] = Series("lr/group0", steps, lr, np.zeros(n, bool))
+    vs = steps[99::100]
+    run.metrics["val/loss"] = Series("val/loss", vs, 1.0 / (1 + vs / 1000.0), np.zeros(len(vs), bool))
+    return [run]
+
+
+def _frames(retain: bool, monkeypatch, steps):
+    """Each of ``steps`` (cursor, events) drawn in one dashboard: the RGBA frames and the hits."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    monkeypatch.setattr(Dashboard, "RETAIN", retain)
+    dash = Dashboard(_runs(), size=(1100, 700), panels=["*"], columns=2, cursor=500.0)
+    try:
+        out = []
+        for cursor, events in steps:
+            if cursor is not None:
+                dash.cursor = cursor
+            dash.frame(events=events)
+            out.append(dash.ui.render())
+        r = dash.ui.overlay.retained
+        return out, (r.hits, r.misses)
+    finally:
+        dash.close()
+
+
+def test_kept_frames_equal_full_redraws_through_cursor_moves_hover_and_zoom(monkeypatch):
+    hover = [Event("move", x=400.0, y=200.0)]  # over the first plot: ImPlot shows the mouse's position
+    away = [Event("move", x=5.0, y=690.0)]
+    zoom = [Event("move", x=400.0, y=200.0), Event("scroll", dx=0.0, dy=1.0)]
+    steps = [(None, []), (None, []), (700.0, []), (15_000.0, []), (15_000.0, hover), (9000.0, away),
+             (9000.0, zoom), (9000.0, away), (3000.0, away)]
+    kept, (hits, misses) = _frames(True, monkeypatch, steps)
+    full, (none, _) = _frames(False, monkeypatch, steps)
+    assert none == 0 and hits >= 3 * 3 and misses >= 3  # panels were kept, and redrawn when changed
+    for k, (a, b) in enumerate(zip(kept, full, strict=True)):
+        assert np.array_equal(a, b), f"frame {k} ({steps[k]}) differs from a full redraw"
+    assert not np.array_equal(kept[2], kept[3])  # the cursor moved
+    assert not np.array_equal(kept[5], kept[7])  # the zoom changed the plot
+    assert len(np.unique(kept[3].reshape(-1, 4), axis=0)) > 50
+
+
+def test_a_change_in_a_kept_panel_draws_it_again(monkeypatch):
+    """The panels are kept while nothing but the cursor changes; toggling a panel's log axis (an
+    interaction) changes its static part, which is drawn again."""
+    from caliper_vk.dashboard.app import Dashboard
+
+    monkeypatch.setattr(Dashboard, "RETAIN", True)
+    dash = Dashboard(_runs(), size=(1100, 700), panels=["*"], columns=2, cursor=500.0)
+    try:
+        dash.render()
+        r = dash.ui.overlay.retained
+        before = (r.hits, r.misses)
+        dash.cursor = 800.0
+        dash.frame(events=[])
+        dash.ui.render()
+        assert r.misses == before[1] and r.hits > before[0]
+        dash.log_y ^= {0}
+        dash.frame(events=[])
+        dash.ui.render()
+        assert r.misses == before[1] + 1
+    finally:
+        dash.close()
+
+
+@pytest.mark.parametrize("change", ["vertex", "texture"])
+def test_overlay_keeps_a_region_only_while_its_inputs_are_the_same(change):
+    from caliper_vk.engine.overlay import VERTEX_DTYPE, DrawCommand, DrawList, Overlay, Retain
+    from caliper_vk.engine.texture import Texture
+
+    with Overlay(64, 32) as ov, Texture(ov.device, 1, 1, pixels=np.full((1, 1, 4), 255, np.uint8)) as tex:
+        quads = np.zeros(8, VERTEX_DTYPE)
+        quads["position"] = [(8, 8), (24, 8), (24, 24), (8, 24), (12, 2), (14, 2), (14, 30), (12, 30)]
+        quads["color"] = [(255, 0, 0, 255)] * 4 + [(0, 255, 0, 200)] * 4
+        idx = np.array([0, 1, 2, 0, 2, 3, 4, 5, 6, 4, 6, 7], np.uint32)
+
+        def frame(v):
+            cmds = [DrawCommand(tex, (0, 0, 32, 32), 0, 6), DrawCommand(tex, (0, 0, 32, 32), 6, 6)]
+            ov.draw([DrawList(v, idx, cmds, Retain("a", 1, 4, (0, 0, 32, 32)))])
+            return ov.render()
+
+        first = frame(quads)
+        assert np.array_equal(frame(quads), first) and ov.retained.hits == 1
+        if change == "vertex":
+            quads["color"][0] = (0, 0, 255, 255)
+        else:
+            tex.update(np.array([[[0, 0, 255, 255]]], np.uint8))
+        changed = frame(quads)
+        assert ov.retained.misses == 2 and not np.array_equal(changed, first)
+        ov.draw([DrawList(quads, idx, [DrawCommand(tex, (0, 0, 32, 32), 0, 12)])])
+        assert np.array_equal(ov.render(), changed)  # the same frame drawn without keeping
