@@ -44,12 +44,20 @@ class Retain:
     """Marks a draw list's static part: its first ``commands`` commands, which read its first
     ``vertices`` vertices and draw nothing outside ``bounds`` (``(x0, y0, x1, y1)``, display
     units); no other list drawn before them in the frame may draw inside ``bounds``. ``key``
-    names the region from frame to frame (a panel's identity)."""
+    names the region from frame to frame (a panel's identity).
+
+    ``tag`` (optional, comparable) names what the caller drew the static part from (its
+    inputs); it is kept with the pixels once a submitted frame's static part equalled the kept
+    one byte for byte (:meth:`RetainedRegions.holds`). ``reuse=True`` then stands for the static
+    part without building it: its commands (if any) are neither drawn nor compared, and the
+    pixels kept under ``tag`` are copied in; the caller checks ``holds(key, tag)`` first."""
 
     key: object
     commands: int
     vertices: int
     bounds: tuple[float, float, float, float]
+    tag: object = None
+    reuse: bool = False
 
 
 def scissor(clip, transform, width: int, height: int):
@@ -73,6 +81,8 @@ class _Kept:
             device, rect[2], rect[3], TARGET_FORMAT,
             vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
         self.signature = None  # what its pixels were drawn from, once a submitted frame made them
+        self.tag = None  # the caller's inputs that drew them, confirmed (see RetainedRegions.holds)
+        self.last_tag = None  # the tag of the last submitted frame that drew or compared them
         self.fresh = True  # its layout is still UNDEFINED
 
     def close(self) -> None:
@@ -99,15 +109,33 @@ class RetainedRegions:
         self.device = device
         self._kept: dict = {}
         self.hits = self.misses = 0  # over the overlay's life (tests and benchmarks read them)
+        self.reused = 0  # of the hits, the static parts not built at all (Retain.reuse)
+
+    def holds(self, key, tag) -> bool:
+        """Whether the pixels kept under ``key`` were drawn from ``tag`` and confirmed by a
+        second submitted frame drawn from the same inputs (so a :class:`Retain` with
+        ``reuse=True`` can stand for them)."""
+        entry = self._kept.get(key)
+        return entry is not None and entry.tag is not None and entry.tag == tag
 
     def plan(self, lists, geometry, transform, size, clear, index_size: int):
-        """Per list: None (drawn whole), or ``(split, entry, signature, kept)`` for a retained
-        one: its static commands are ``commands[:split]``, ``kept`` says whether its pixels are
-        copied in. Lists whose static part cannot be kept this frame (a linked texture, which
-        changes without a version) are drawn whole."""
+        """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag)`` for a
+        retained one: its static commands are ``commands[:split]``, ``kept`` says whether its
+        pixels are copied in (``signature`` None: reused, see :class:`Retain`). Lists whose
+        static part cannot be kept this frame (a linked texture, which changes without a
+        version) are drawn whole."""
         out, seen = [], set()
         for d, (v, i) in zip(lists, geometry, strict=True):
             r = getattr(d, "retain", None)
+            if r is not None and r.reuse and r.key not in seen:
+                entry = self._kept.get(r.key)
+                if not self.holds(r.key, r.tag) or entry.signature[:3] != (tuple(size), tuple(clear),
+                                                                          tuple(transform)):
+                    raise ValueError(f"draw list {r.key!r} reuses pixels not kept for its tag: check "
+                                     "RetainedRegions.holds(key, tag) before building a reusing list")
+                seen.add(r.key)
+                out.append((r.commands, entry, None, True, r.tag))
+                continue
             sig = None if r is None or r.key in seen else _signature(d, r, v, i, transform, size, clear,
                                                                     index_size)
             if sig is None:
@@ -123,7 +151,7 @@ class RetainedRegions:
                 entry = self._kept[r.key] = _Kept(self.device, rect)
             entry.rect = rect
             kept = entry.signature == sig
-            out.append((r.commands, entry, sig, kept))
+            out.append((r.commands, entry, sig, kept, r.tag))
         for key in [k for k in self._kept if k not in seen]:  # a region no longer drawn
             self._kept.pop(key).close()
         return out if any(p is not None for p in out) else None
@@ -131,11 +159,18 @@ class RetainedRegions:
     def commit(self, plan) -> None:
         """The frame recorded with ``plan`` was submitted: its new regions are kept."""
         for p in plan or ():
-            if p is not None:
-                _, entry, sig, kept = p
-                entry.signature = sig
-                self.hits += kept
-                self.misses += not kept
+            if p is None:
+                continue
+            _, entry, sig, kept, tag = p
+            self.hits += kept
+            self.misses += not kept
+            if sig is None:  # reused: its pixels and tag stay
+                self.reused += 1
+                continue
+            # a tag is trusted once the same inputs drew the same static part twice in a row
+            entry.tag = tag if kept and tag is not None and entry.last_tag == tag else None
+            entry.last_tag = tag
+            entry.signature = sig
 
     def record_copies(self, cb, target, plan) -> None:
         """Between the passes: copy the newly drawn regions out of the target, the kept ones in."""
@@ -159,7 +194,7 @@ class RetainedRegions:
         for p in plan:
             if p is None:
                 continue
-            _, entry, _, kept = p
+            entry, kept = p[1], p[3]
             x, y, w, h = entry.rect
             at, zero = new("VkOffset3D", x=x, y=y, z=0), new("VkOffset3D", x=0, y=0, z=0)
             region = new("VkImageCopy", srcSubresource=_layers(), srcOffset=zero if kept else at,

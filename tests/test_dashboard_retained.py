@@ -36,12 +36,14 @@ def _frames(retain: bool, monkeypatch, steps):
     try:
         out = []
         for cursor, events in steps:
-            if cursor is not None:
+            if callable(cursor):  # a change made between frames (a toggle)
+                cursor(dash)
+            elif cursor is not None:
                 dash.cursor = cursor
             dash.frame(events=events)
             out.append(dash.ui.render())
         r = dash.ui.overlay.retained
-        return out, (r.hits, r.misses)
+        return out, (r.hits, r.misses, r.reused)
     finally:
         dash.close()
 
@@ -52,14 +54,42 @@ def test_kept_frames_equal_full_redraws_through_cursor_moves_hover_and_zoom(monk
     zoom = [Event("move", x=400.0, y=200.0), Event("scroll", dx=0.0, dy=1.0)]
     steps = [(None, []), (None, []), (700.0, []), (15_000.0, []), (15_000.0, hover), (9000.0, away),
              (9000.0, zoom), (9000.0, away), (3000.0, away)]
-    kept, (hits, misses) = _frames(True, monkeypatch, steps)
-    full, (none, _) = _frames(False, monkeypatch, steps)
+    kept, (hits, misses, _) = _frames(True, monkeypatch, steps)
+    full, (none, _, _) = _frames(False, monkeypatch, steps)
     assert none == 0 and hits >= 3 * 3 and misses >= 3  # panels were kept, and redrawn when changed
     for k, (a, b) in enumerate(zip(kept, full, strict=True)):
         assert np.array_equal(a, b), f"frame {k} ({steps[k]}) differs from a full redraw"
     assert not np.array_equal(kept[2], kept[3])  # the cursor moved
     assert not np.array_equal(kept[5], kept[7])  # the zoom changed the plot
     assert len(np.unique(kept[3].reshape(-1, 4), axis=0)) > 50
+
+
+def test_unbuilt_panels_equal_full_redraws_through_moves_hover_drag_zoom_and_toggles(monkeypatch):
+    """Panels whose inputs are those of their kept pixels are not built (reuse.py): the space is
+    reserved, the pixels copied, the cursor line drawn from the plot's x transform. Whole frames
+    equal full redraws byte for byte, through cursor moves (many columns), a hover, a click and a
+    drag of the cursor line, a zoom and a log toggle."""
+    away = [Event("move", x=5.0, y=690.0)]
+    at = (400.0, 200.0)  # inside the first plot
+    click = [Event("move", x=at[0], y=at[1]), Event("button", x=at[0], y=at[1], button=0, down=True)]
+    release = [Event("button", x=at[0], y=at[1], button=0, down=False)]
+    drag = [Event("button", x=at[0], y=at[1], button=0, down=True), Event("move", x=at[0] + 60, y=at[1])]
+    drop = [Event("button", x=at[0] + 60, y=at[1], button=0, down=False), Event("move", x=5.0, y=690.0)]
+    zoom = [Event("move", x=at[0], y=at[1]), Event("scroll", dx=0.0, dy=1.0)]
+
+    def log(dash):
+        dash.log_y ^= {0}
+
+    moves = [(float(c), away) for c in np.linspace(300.0, 19_000.0, 7)]
+    steps = [(None, away), (None, away), *moves, (None, click), (None, release), (None, drag), (None, drop),
+             *moves[:3], (None, zoom), (None, away), *moves[3:], (log, away), *moves[:4]]
+    kept, (_, misses, reused) = _frames(True, monkeypatch, steps)
+    full, _ = _frames(False, monkeypatch, steps)
+    assert reused >= 3 * 10 and misses >= 3  # panels were reused unbuilt, and built when changed
+    for k, (a, b) in enumerate(zip(kept, full, strict=True)):
+        assert np.array_equal(a, b), f"frame {k} ({steps[k]}) differs from a full redraw"
+    for k in range(3, 9):  # each move moved the cursor
+        assert not np.array_equal(kept[k - 1], kept[k])
 
 
 def test_a_change_in_a_kept_panel_draws_it_again(monkeypatch):

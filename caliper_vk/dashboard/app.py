@@ -22,13 +22,14 @@ from ..record.mapped import release_pages
 from . import model
 from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
+from .reuse import ReusedPanels
 from .scalars import ScalarPanels
 from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color
 
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
 
-class Dashboard(ScalarPanels, ArrayPanels):
+class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -117,6 +118,9 @@ class Dashboard(ScalarPanels, ArrayPanels):
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._laid_out = False  # the first frame() lays out once before it draws
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
+        self._cursor_axis = None  # its x axis's transform, when checked (see reuse.py)
+        self._inputs = None  # what the scalar panel being drawn is drawn from (see reuse.py)
+        self._reusable: dict = {}  # panel index -> how to stand in for it unbuilt (see reuse.py)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
         self.closed = False
 
@@ -393,21 +397,28 @@ class Dashboard(ScalarPanels, ArrayPanels):
             p0, size = implot.get_plot_pos(), implot.get_plot_size()
             px = math.floor(implot.plot_to_pixels(self.cursor, 1.0).x + 0.5)
             self._cursor_at = (px, p0.x, p0.y, p0.x + size.x, p0.y + size.y)
+            self._note_axis(px)
 
     # Everything a scalar panel draws but its cursor is its *static part*: the overlay keeps its
     # pixels while it stays byte-for-byte the same (engine/retained.py), so a frame in which only
     # the cursor moved copies each such panel and draws one line over it. Any change (data, a
     # zoom, a hover, a resize) is a difference in the static part, which is then drawn again.
     RETAIN = True
+    # ... and a panel whose inputs are those of its kept pixels is not built at all (reuse.py)
+    REUSE = True
 
     def _draw_cursor(self, index: int) -> None:
         """The end of a scalar panel: mark what it drew as its static part, then draw the
         cursor line (and ImPlot's drag grips, 3x as thick, at both ends) over it."""
         at, self._cursor_at = self._cursor_at, None
+        tag = self._kept_tag(index, at)
         if self.RETAIN:
-            self.ui.retain(("panel", index))
-        if at is None:
-            return
+            self.ui.retain(("panel", index), tag)
+        if at is not None:
+            self._cursor_strokes(at)
+
+    def _cursor_strokes(self, at) -> None:
+        """The cursor line at pixel column ``at[0]`` of plot area ``at[1:]``, with its grips."""
         x, x0, y0, x1, y1 = at
         v, dl = imgui.ImVec2, imgui.get_window_draw_list()
         col = imgui.color_convert_float4_to_u32(imgui.ImVec4(1, 1, 1, 0.8))

@@ -275,16 +275,24 @@ class ImGuiRenderer:
         pos, size = data.display_pos, data.display_size
         self.overlay.draw(lists, display=(pos.x, pos.y, size.x, size.y), index_size=imgui.INDEX_SIZE)
 
-    def retain(self, key) -> None:
+    def retain(self, key, tag=None, reuse: bool = False) -> None:
         """Mark what the current window has drawn so far as its *static part*, named ``key``
         from frame to frame: the overlay keeps its pixels while it stays byte-for-byte the same
         and draws only what the window draws after this call (engine/retained.py). Its pixels
         are the window's rectangle (and a pixel around it, for its border's anti-aliasing): no
-        window drawn before it may overlap that (child windows side by side, apart)."""
+        window drawn before it may overlap that (child windows side by side, apart).
+
+        ``tag``: the inputs the static part was built from; ``reuse=True``: the window skipped
+        building it and the pixels kept under ``tag`` stand for it (check :meth:`holds` first)."""
         dl = imgui.get_window_draw_list()
         p, s = imgui.get_window_pos(), imgui.get_window_size()
         bounds = (p.x - 1, p.y - 1, p.x + s.x + 1, p.y + s.y + 1)
-        self._retain[dl._owner_name] = (key, dl.vtx_buffer.size(), dl.idx_buffer.size(), bounds)
+        self._retain[dl._owner_name] = (key, dl.vtx_buffer.size(), dl.idx_buffer.size(), bounds, tag, reuse)
+
+    def holds(self, key, tag) -> bool:
+        """Whether the overlay keeps pixels of ``key`` drawn (twice, alike) from ``tag``: a
+        window may then skip building its static part and :meth:`retain` with ``reuse=True``."""
+        return self.overlay.retained.holds(key, tag)
 
     def discard_frame(self) -> None:
         """Finish the frame without drawing it (a layout pass); texture requests are serviced."""
@@ -416,11 +424,13 @@ def _retained(mark, commands) -> Retain | None:
     its commands before the mark's index count; None when a command straddles the mark."""
     if mark is None:
         return None
-    key, vertices, indices, bounds = mark
+    key, vertices, indices, bounds, tag, reuse = mark
     split = sum(1 for c in commands if c.index_offset + c.index_count <= indices)
     if any(c.index_offset < indices for c in commands[split:]):
+        if reuse:
+            raise ValueError(f"the window marked {key!r} reused has a draw command across its mark")
         return None
-    return Retain(key, split, vertices, bounds)
+    return Retain(key, split, vertices, bounds, tag, reuse)
 
 
 def _glfw_key_map() -> dict[int, object]:

@@ -19,6 +19,10 @@ class ScalarPanels:
     """Drawing of the scalar panels (state lives on the Dashboard)."""
 
     def _scalar_panel(self, panel: model.Panel, index: int) -> None:
+        self._inputs = self._panel_inputs(panel, index) if self.RETAIN and self.REUSE else None
+        if self._reuse_panel(index, self._inputs):  # nothing changed but the cursor (reuse.py)
+            self._inputs = None
+            return
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
         imgui.same_line()
