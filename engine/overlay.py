@@ -390,10 +390,11 @@ class Overlay:
         self.read_back_serial = serial if readback else None
         return serial
 
-    def render(self) -> np.ndarray:
-        """Submit the last drawn frame, wait for it and return ``(height, width, 4)`` uint8 RGBA."""
+    def render(self, copy: bool = True) -> np.ndarray:
+        """Submit the last drawn frame, wait for it and return ``(height, width, 4)`` uint8 RGBA
+        (``copy=False``: see :meth:`pixels`)."""
         self.device.wait(self.submit())
-        return self.pixels()
+        return self.pixels(copy)
 
     def read_back(self) -> np.ndarray:
         """Copy the target to host memory now (waits) and return it (after a ``readback=False`` frame)."""
@@ -410,11 +411,17 @@ class Overlay:
         """True when the last submitted frame has completed (never blocks)."""
         return self._serial is None or self.device.is_done(self._serial)
 
-    def pixels(self) -> np.ndarray:
-        """A copy of the last frame read back (undefined before the first :meth:`render`)."""
+    def pixels(self, copy: bool = True) -> np.ndarray:
+        """A copy of the last frame read back (undefined before the first :meth:`render`).
+        ``copy=False``: a read-only view of the readback buffer instead (13 MB less to copy at
+        2400x1400), valid until the next frame is submitted or the overlay resized or closed:
+        for a caller that consumes it at once (writes a PNG)."""
         self._check_live()
-        return self._readback.view(np.uint8, self.width * self.height * 4).reshape(
-            self.height, self.width, 4).copy()
+        view = self._readback.view(np.uint8, self.width * self.height * 4).reshape(self.height, self.width, 4)
+        if copy:
+            return view.copy()
+        view.flags.writeable = False
+        return view
 
     def save_png(self, path, rgba: np.ndarray | None = None) -> Path:
         """Render (unless ``rgba`` is given) and write a PNG; returns the path."""

@@ -430,19 +430,20 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         dl.pop_clip_rect()
 
     # -- driving it ----------------------------------------------------------------------------
-    def render(self, frames: int = 3) -> np.ndarray:
+    def render(self, frames: int = 3, copy: bool = True) -> np.ndarray:
         """Draw offscreen (``frames`` frames: Dear ImGui lays windows out on the first) and
-        return the last as ``(h, w, 4)`` uint8 RGBA."""
+        return the last as ``(h, w, 4)`` uint8 RGBA (``copy=False``: a read-only view valid
+        until the next frame, see ``Overlay.pixels``)."""
         rgba = None
         for _ in range(max(2, frames)):
             self.frame(events=[])
-            rgba = self.ui.render()
-        return rgba
+            rgba = self.ui.render(copy=False)
+        return rgba.copy() if copy else rgba
 
     def save_png(self, path, frames: int = 3) -> Path:
         from ..engine.image import write_png
 
-        return write_png(path, self.render(frames))
+        return write_png(path, self.render(frames, copy=False))  # written at once: no copy
 
     def loop(self) -> None:
         """Run in the window until it is closed."""

@@ -300,10 +300,11 @@ class ImGuiRenderer:
         imgui.render()
         self._service_textures(imgui.get_draw_data())
 
-    def render(self) -> np.ndarray:
-        """Finish the frame and draw it offscreen; returns ``(height, width, 4)`` uint8 RGBA."""
+    def render(self, copy: bool = True) -> np.ndarray:
+        """Finish the frame and draw it offscreen; returns ``(height, width, 4)`` uint8 RGBA
+        (``copy=False``: a view valid until the next frame, see ``Overlay.pixels``)."""
         self._end_frame()
-        return self.overlay.render()
+        return self.overlay.render(copy)
 
     def present(self) -> bool:
         """Finish the frame and show it in the window; False when no swapchain image was free."""
