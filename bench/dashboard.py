@@ -160,8 +160,8 @@ def open_case(run_dir) -> dict:
 
 def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
     """Frame times of cursor moves across the run (WARMUP moves first, each onto another array
-    frame), split into build / draw lists / GPU, the panels kept (copied, not drawn) and redrawn
-    per move, and the process's peak RSS."""
+    frame), split into build / draw lists / GPU, the panels kept (copied, not drawn), reused (of
+    those, not even built) and redrawn per move, and the process's peak RSS."""
     from imgui_bundle import imgui
 
     dash, out = _open(run_dir)
@@ -178,7 +178,7 @@ def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
     for i, x in enumerate(xs):
         dash.cursor = float(x)  # what a click or a drag on a cursor line sets
         if i == WARMUP:
-            counts = (kept.hits, kept.misses)
+            counts = (kept.hits, kept.misses, kept.reused)
             if prof is not None:
                 prof.enable()
         rows.append(_frame(dash))
@@ -193,7 +193,8 @@ def cursor_case(run_dir, repeats: int, profile: str | None = None) -> dict:
                draw_lists_ms=float(np.median(rows[:, 1]) * 1e3), gpu_ms=float(np.median(rows[:, 2]) * 1e3),
                triangles=int(triangles), size=list(SIZE), peak_rss_mb=_rss_mb(), rss_end_mb=_current_rss_mb(),
                kept_per_move=(kept.hits - counts[0]) / repeats,
-               redrawn_per_move=(kept.misses - counts[1]) / repeats)
+               redrawn_per_move=(kept.misses - counts[1]) / repeats,
+               reused_per_move=(kept.reused - counts[2]) / repeats)
     return out
 
 

@@ -381,14 +381,17 @@ def dashboard_lines(d: dict) -> list[str]:
             "from step 100,000 to 900,000, each move onto another array frame (the three engine-drawn "
             "textures are redrawn). A frame is the Dear ImGui + ImPlot build of the sidebar and every "
             "panel (Python), `imgui.render()` and its draw lists copied into the overlay's buffers, then "
-            "the GPU: one submit, the fence, and the frame read back to host memory (a window presents "
-            "it instead).", "",
+            "the GPU: one submit, the fence, and the frame read back to host memory, as `caliper view "
+            "--png` writes it (no copy of it returned; a window presents it instead). A scalar panel whose "
+            "inputs did not change is not built at all: its kept pixels are copied and its cursor line "
+            "drawn.", "",
             "| per cursor move | median ms |", "|---|---|",
             f"| frame | {_ms(cur)} |",
             f"| build (ImGui + ImPlot calls) | {cur['build_ms']:.1f} |",
             f"| draw lists to the overlay | {cur['draw_lists_ms']:.1f} |",
-            f"| GPU: the draw lists ({cur['triangles']:,} triangles, of which the "
-            f"{cur.get('kept_per_move', 0):.0f} kept panels' are copied, not drawn), the array canvases, "
+            f"| GPU: the draw lists ({cur['triangles']:,} triangles; "
+            f"{cur.get('kept_per_move', 0):.0f} kept panels copied, not drawn, "
+            f"{cur.get('reused_per_move', 0):.0f} of them not even built), the array canvases, "
             f"the read back | {cur['gpu_ms']:.1f} |",
             "",
             f"Peak RSS of that process, holding the run through the opening and every move: "
