@@ -196,6 +196,7 @@ class Overlay:
         self._readback: Buffer | None = None
         self._readback_recorder = Recorder(self.device)
         self._scissor = new("VkRect2D")
+        self._passes: dict = {}  # (load, clear) -> the render pass's begin structs for this target
         self.retained = RetainedRegions(self.device)
         self.resize(width, height)
 
@@ -213,6 +214,7 @@ class Overlay:
             self.image.close()
             self._readback.close()
         self.width, self.height = width, height
+        self._passes.clear()
         self.image = OverlayTarget(self.device, self.pipeline.render_pass, width, height)
         self._readback = Buffer(self.device, width * height * 4, readback=True)
         rec = self._readback_recorder.begin()
@@ -305,20 +307,28 @@ class Overlay:
         vk.vkCmdPushConstants(rec.handle, self.pipeline.layout, vk.VK_SHADER_STAGE_VERTEX_BIT, 0, 16, push)
 
     def _begin_pass(self, rec: Recorder, clear, load: bool = False) -> None:
-        clear_value = ffi.new("VkClearValue[1]")
-        for i, c in enumerate(clear):
-            clear_value[0].color.float32[i] = c / 255.0
-        area = new("VkRect2D", offset=new("VkOffset2D", x=0, y=0),
-                   extent=new("VkExtent2D", width=self.width, height=self.height))
-        info = new("VkRenderPassBeginInfo",
-                   renderPass=self.pipeline.load_pass if load else self.pipeline.render_pass,
-                   framebuffer=self.image.framebuffer, renderArea=area, clearValueCount=1,
-                   pClearValues=clear_value)
-        vk.vkCmdBeginRenderPass(rec.handle, info, vk.VK_SUBPASS_CONTENTS_INLINE)
-        viewport = new("VkViewport", x=0.0, y=0.0, width=float(self.width), height=float(self.height),
-                       minDepth=0.0, maxDepth=1.0)
-        vk.vkCmdSetViewport(rec.handle, 0, 1, viewport)
-        vk.vkCmdBindPipeline(rec.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.pipeline.handle)
+        key = (load, tuple(clear))  # the structs, made once per target (resize clears them) and colour
+        made = self._passes.get(key)
+        if made is None:
+            if len(self._passes) > 8:
+                self._passes.clear()
+            clear_value = ffi.new("VkClearValue[1]")
+            for i, c in enumerate(clear):
+                clear_value[0].color.float32[i] = c / 255.0
+            area = new("VkRect2D", offset=new("VkOffset2D", x=0, y=0),
+                       extent=new("VkExtent2D", width=self.width, height=self.height))
+            info = new("VkRenderPassBeginInfo",
+                       renderPass=self.pipeline.load_pass if load else self.pipeline.render_pass,
+                       framebuffer=self.image.framebuffer, renderArea=area, clearValueCount=1,
+                       pClearValues=clear_value)
+            viewport = new("VkViewport", x=0.0, y=0.0, width=float(self.width), height=float(self.height),
+                           minDepth=0.0, maxDepth=1.0)
+            made = self._passes[key] = (info, viewport, clear_value)
+        info, viewport, _ = made
+        lib = vk.lib  # the loader's entry points (see _record_commands)
+        lib.vkCmdBeginRenderPass(rec.handle, info, vk.VK_SUBPASS_CONTENTS_INLINE)
+        lib.vkCmdSetViewport(rec.handle, 0, 1, viewport)
+        lib.vkCmdBindPipeline(rec.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.pipeline.handle)
 
     def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int, pick) -> None:
         w, h = self.width, self.height

@@ -84,6 +84,22 @@ class _Kept:
         self.tag = None  # the caller's inputs that drew them, confirmed (see RetainedRegions.holds)
         self.last_tag = None  # the tag of the last submitted frame that drew or compared them
         self.fresh = True  # its layout is still UNDEFINED
+        self._regions: dict = {}  # (rect, kept) -> its VkImageCopy (into or out of the target)
+
+    def region(self, kept: bool):
+        """The ``VkImageCopy`` of this region into the target (``kept``) or out of it."""
+        key = (self.rect, kept)
+        region = self._regions.get(key)
+        if region is None:
+            if len(self._regions) > 8:  # a region that moves about: no cache to grow
+                self._regions.clear()
+            x, y, w, h = self.rect
+            at, zero = new("VkOffset3D", x=x, y=y, z=0), new("VkOffset3D", x=0, y=0, z=0)
+            region = self._regions[key] = new(
+                "VkImageCopy", srcSubresource=_layers(), srcOffset=zero if kept else at,
+                dstSubresource=_layers(), dstOffset=at if kept else zero,
+                extent=new("VkExtent3D", width=w, height=h, depth=1))
+        return region
 
     def close(self) -> None:
         if self.handle is None:
@@ -108,6 +124,7 @@ class RetainedRegions:
     def __init__(self, device):
         self.device = device
         self._kept: dict = {}
+        self._barriers = None  # the copies' memory barriers, made on first use
         self.hits = self.misses = 0  # over the overlay's life (tests and benchmarks read them)
         self.reused = 0  # of the hits, the static parts not built at all (Retain.reuse)
 
@@ -173,11 +190,20 @@ class RetainedRegions:
             entry.signature = sig
 
     def record_copies(self, cb, target, plan) -> None:
-        """Between the passes: copy the newly drawn regions out of the target, the kept ones in."""
-        mb = new("VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT
-                 | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT,
-                 dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        stages = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        """Between the passes: copy the newly drawn regions out of the target, the kept ones in.
+        Recorded through the loader's entry points with structs made once per region (a
+        frame copies a dozen regions: the vulkan package's argument conversion cost more than
+        the commands)."""
+        lib = vk.lib
+        if self._barriers is None:
+            stages = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+            self._barriers = (stages, new(
+                "VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT
+                | vk.VK_ACCESS_TRANSFER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT,
+                dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT), new(
+                "VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                dstAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT))
+        stages, before, after = self._barriers
         fresh = [p[1] for p in plan if p is not None and p[1].fresh]
         images = [new("VkImageMemoryBarrier", srcAccessMask=0, dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                       oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, newLayout=_GENERAL,
@@ -186,28 +212,20 @@ class RetainedRegions:
                       subresourceRange=_range()) for e in fresh]
         for e in fresh:
             e.fresh = False
-        barriers = ffi.new("VkImageMemoryBarrier[]", len(images)) if images else None
+        barriers = ffi.new("VkImageMemoryBarrier[]", len(images)) if images else ffi.NULL
         for k, b in enumerate(images):
             barriers[k] = b[0]
-        vk.vkCmdPipelineBarrier(cb, stages, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, mb, 0, None,
-                                len(images), barriers)
+        lib.vkCmdPipelineBarrier(cb, stages, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, before, 0, ffi.NULL,
+                                 len(images), barriers)
         for p in plan:
             if p is None:
                 continue
             entry, kept = p[1], p[3]
-            x, y, w, h = entry.rect
-            at, zero = new("VkOffset3D", x=x, y=y, z=0), new("VkOffset3D", x=0, y=0, z=0)
-            region = new("VkImageCopy", srcSubresource=_layers(), srcOffset=zero if kept else at,
-                         dstSubresource=_layers(), dstOffset=at if kept else zero,
-                         extent=new("VkExtent3D", width=w, height=h, depth=1))
             src, dst = (entry.handle, target.handle) if kept else (target.handle, entry.handle)
-            vk.vkCmdCopyImage(cb, src, _GENERAL, dst, _GENERAL, 1, region)
-        after = new("VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                    dstAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT
-                    | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT)
-        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, None, 0,
-                                None)
+            lib.vkCmdCopyImage(cb, src, _GENERAL, dst, _GENERAL, 1, entry.region(kept))
+        lib.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                 vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, ffi.NULL, 0,
+                                 ffi.NULL)
 
     def close(self) -> None:
         for entry in self._kept.values():
