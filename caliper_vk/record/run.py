@@ -126,10 +126,17 @@ class Run:
 
     @property
     def step_range(self) -> tuple[int, int] | None:
-        steps = [a for a in [*(s.step for s in self.metrics.values()), self.progress_step] if len(a)]
-        if not steps:
-            return None
-        return int(min(a[0] for a in steps)), int(max(a[-1] for a in steps))
+        """The first and last step of any series or progress point; cached while the step
+        columns stay the same objects of the same lengths (a cursor move asks it per readout)."""
+        columns = [*(s.step for s in self.metrics.values()), self.progress_step]
+        key = tuple((id(a), len(a)) for a in columns)
+        hit = self._tables.get("step_range")
+        if hit is not None and hit[0] == key and all(a is b for a, b in zip(hit[1], columns, strict=True)):
+            return hit[2]
+        steps = [a for a in columns if len(a)]
+        out = (int(min(a[0] for a in steps)), int(max(a[-1] for a in steps))) if steps else None
+        self._tables["step_range"] = (key, columns, out)
+        return out
 
     def coordinate(self, axis: str, steps: np.ndarray) -> np.ndarray:
         """``steps`` on ``axis`` ("step", "epoch" or "time"); NaN where the run has no such coordinate."""
@@ -188,7 +195,7 @@ class Run:
 
     def frame_at(self, frames: list, step: float):
         """The latest frame at or before ``step`` (frames sorted by step), or None."""
-        i = bisect.bisect_right([f.step for f in frames], step) - 1
+        i = bisect.bisect_right(frames, step, key=lambda f: f.step) - 1
         return frames[i] if i >= 0 else None
 
     def clipping(self, metric: str = "grad_norm/global", cap: float | None = None) -> dict | None:
