@@ -336,7 +336,10 @@ class ArrayPanels:
             implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
             for run in self.runs:
-                steps, recall, precision, names = run.recall_precision(key)
+                rp = ("recall/precision", id(run), key)  # over every frame: once per run shown
+                if rp not in self._cache:
+                    self._cache[rp] = run.recall_precision(key)
+                steps, recall, precision, names = self._cache[rp]
                 if not len(steps):
                     continue
                 x = run.coordinate(self.axis, steps)

@@ -77,11 +77,18 @@ def encode(text: str, fit: int) -> np.ndarray:
     return np.asarray(codes, np.uint32)
 
 
+_ENCODED: dict = {}  # (text, fit) -> encode(text, fit): a grid's counts and labels repeat
+
+
 def _string_table(strings, fit: int) -> np.ndarray:
     """(len(strings), 1 + fit) words: a length, then the glyph indices."""
     out = np.zeros((len(strings), 1 + fit), np.uint32)
     for i, s in enumerate(strings):
-        codes = encode(s, fit)
+        codes = _ENCODED.get((s, fit))
+        if codes is None:
+            if len(_ENCODED) >= 8192:
+                _ENCODED.clear()
+            codes = _ENCODED[(s, fit)] = encode(s, fit)
         out[i, 0] = len(codes)
         out[i, 1: 1 + len(codes)] = codes
     return out
