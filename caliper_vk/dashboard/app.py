@@ -321,9 +321,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
                 imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), alpha))
                 imgui.text_wrapped(f"  {run.name}: {r.text}")  # wrapped, never cut at the sidebar's edge
                 imgui.pop_style_color()
-            # a search touches a few pages of the step and value columns, and the kernel maps a
-            # run file's pages in large folios (2 MB each here): hand them back key by key
-            release_pages()
+        # a search touches a few pages of the step and value columns, and the kernel maps a run
+        # file's pages in large folios (2 MB each here): hand them back after the readout (key by
+        # key cost 1.5 ms a frame in refaults of the shared step column; the readout holds at most
+        # a folio or two per key meanwhile)
+        release_pages()
 
     # -- plots -------------------------------------------------------------------------------
     # ImPlot fills a plot's whole frame with FrameBg and then its plot area with PlotBg: two opaque

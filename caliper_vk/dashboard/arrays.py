@@ -176,8 +176,7 @@ class ArrayPanels:
     def _array_panel(self, panel: model.Panel, index: int) -> None:
         key = panel.keys[0]
         imgui.text(panel.title)
-        two = [run for _, run in self._runs_with("arrays", key)
-               if any(model.raw_pairs(f.array) for f in run.arrays[key])]
+        two = [run for _, run in self._runs_with("arrays", key) if self._has_raw_pairs(run, key)]
         if two:  # a two-unit hidden state: its own two coordinates can be drawn as they are
             imgui.same_line()
             changed, on = imgui.checkbox(f"raw scatter##sc{index}", key not in self.as_cells)
@@ -212,6 +211,13 @@ class ArrayPanels:
                 imgui.image(tex, imgui.ImVec2(*tex.size))
                 self._cell_readout(("a", k, key), run, key, f, tex.size)
             imgui.end_group()
+
+    def _has_raw_pairs(self, run: Run, key: str) -> bool:
+        """Whether any frame of probe ``key`` is a two-unit hidden state (once per run shown)."""
+        ck = ("raw pairs", id(run), key)
+        if ck not in self._cache:
+            self._cache[ck] = any(model.raw_pairs(f.array) for f in run.arrays[key])
+        return self._cache[ck]
 
     def _raw_scatter(self, plot_id: str, run: Run, a: np.ndarray, size: int) -> None:
         """An (examples, 2) hidden state as its raw coordinates: one point per example, unit 0
