@@ -122,6 +122,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         self._inputs = None  # what the scalar panel being drawn is drawn from (see reuse.py)
         self._reusable: dict = {}  # panel index -> how to stand in for it unbuilt (see reuse.py)
         self._canvases: dict = {}  # texture key -> (data shape, canvas, view) of arrays drawn by the engine
+        self._prefetch: dict = {}  # texture key -> (run, w, h) the panels drew last frame (arrays.py)
         self.closed = False
 
     # -- one frame ---------------------------------------------------------------------------
@@ -143,6 +144,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
     def _build(self) -> None:
         if self.reveal:
             self._reveal_to_cursor()
+        self._prefetch_textures()  # their GPU work overlaps the build (arrays.py)
         io = imgui.get_io()
         imgui.set_next_window_pos(imgui.ImVec2(0, 0))
         imgui.set_next_window_size(io.display_size)

@@ -74,6 +74,35 @@ class ArrayPanels:
         self._textures[key] = (signature, tex)
         return tex
 
+    def _frame_texture(self, key, run: Run, frame, w: int, h: int):
+        """The engine-drawn texture of an array probe's (``key[0] == "a"``) or a confusion
+        matrix's (``"c"``) frame at ``w`` x ``h``. Noted for :meth:`_prefetch_textures`."""
+        from ..views import Confusion
+
+        self._prefetch[key] = (run, w, h)
+        if key[0] == "a":
+            a = frame.array
+            return self._view_texture(key, (frame.step, w, h),
+                                      lambda d, n=a.ndim, kind=frame.kind: self._array_view(d, n, kind),
+                                      self._array_data(a), w, h)
+        return self._view_texture(key, (frame.step, w, h), lambda d: Confusion(d, normalize="row"),
+                                  frame.matrix.astype(np.float32), w, h)
+
+    def _prefetch_textures(self) -> None:
+        """At the start of a frame: draw the engine textures the panels drew last frame, for the
+        frame at the cursor now (same keys, runs and sizes), so their GPU work runs while the
+        rest of the frame is built; a panel then finds its texture drawn (any other size or
+        run draws it again there)."""
+        noted, self._prefetch = self._prefetch, {}
+        for key, (run, w, h) in noted.items():
+            if not any(r is run for r in self.runs):
+                continue
+            frames = (run.arrays if key[0] == "a" else run.confusions).get(key[2], [])
+            f, _ = model.frame_reading(run, frames, self.axis, self.cursor)
+            if f is not None:
+                self._frame_texture(key, run, f, w, h)
+        self._prefetch = {}  # noted again by the panels drawn this frame
+
     @staticmethod
     def _array_data(a: np.ndarray) -> np.ndarray:
         """An array probe as the array view draws it: float32, a row, a matrix or a stack of tiles."""
@@ -205,9 +234,7 @@ class ArrayPanels:
                     self._raw_scatter(f"##raw{index}_{k}", run, a, size)
                     imgui.end_group()
                     continue
-                tex = self._view_texture(("a", k, key), f.step,
-                                         lambda d, n=a.ndim, kind=f.kind: self._array_view(d, n, kind),
-                                         self._array_data(a), size, size)
+                tex = self._frame_texture(("a", k, key), run, f, size, size)
                 imgui.image(tex, imgui.ImVec2(*tex.size))
                 self._cell_readout(("a", k, key), run, key, f, tex.size)
             imgui.end_group()
@@ -304,8 +331,6 @@ class ArrayPanels:
             self._end_plot()
 
     def _confusion_panel(self, panel: model.Panel, index: int) -> None:
-        from ..views import Confusion
-
         key = panel.keys[0]
         imgui.text_wrapped(panel.title + " — colour: share of the row, text: count; rows: true class, "
                            "columns: predicted; the lines' colours are the classes")
@@ -330,8 +355,7 @@ class ArrayPanels:
             imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
             imgui.pop_text_wrap_pos()
             h = min(PANEL_HEIGHT - 60, w)
-            tex = self._view_texture(("c", k, key), f.step, lambda d: Confusion(d, normalize="row"),
-                                     f.matrix.astype(np.float32), w, h)
+            tex = self._frame_texture(("c", k, key), run, f, w, h)
             imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
             imgui.same_line()
