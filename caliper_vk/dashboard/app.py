@@ -249,6 +249,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             if imgui.radio_button(f"{m}##h", self.hist_mode == m):
                 self.hist_mode = m
         imgui.separator()
+        if self.RETAIN:  # what is above the cursor's readout is kept while it stays the same
+            self.ui.retain(("sidebar",))
         imgui.text(f"cursor: {self.axis} {self.cursor:.6g}")
         self._readout()
         imgui.separator()

@@ -288,6 +288,8 @@ class ImGuiRenderer:
         p, s = imgui.get_window_pos(), imgui.get_window_size()
         bounds = (p.x - 1, p.y - 1, p.x + s.x + 1, p.y + s.y + 1)
         self._retain[dl._owner_name] = (key, dl.vtx_buffer.size(), dl.idx_buffer.size(), bounds, tag, reuse)
+        dl.add_draw_cmd()  # what follows starts a command of its own (Dear ImGui would continue
+        # the last one while the clip rectangle and texture stay the same)
 
     def holds(self, key, tag) -> bool:
         """Whether the overlay keeps pixels of ``key`` drawn (twice, alike) from ``tag``: a
