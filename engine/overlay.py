@@ -53,7 +53,7 @@ from .device import Device
 from .graphics import TARGET_FORMAT, VERTEX_DTYPE, overlay_pipeline
 from .image import RGBA8_UINT, create_image, create_view, write_png
 from .memory import Buffer
-from .retained import Retain, RetainedRegions, scissor
+from .retained import Retain, RetainedRegions, clear_outside, scissor
 from .texture import Texture, record_links, record_uploads
 
 __all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay", "Retain"]
@@ -215,6 +215,7 @@ class Overlay:
             self._readback.close()
         self.width, self.height = width, height
         self._passes.clear()
+        self.retained.close()  # a new target holds none of the kept regions
         self.image = OverlayTarget(self.device, self.pipeline.render_pass, width, height)
         self._readback = Buffer(self.device, width * height * 4, readback=True)
         rec = self._readback_recorder.begin()
@@ -276,8 +277,12 @@ class Overlay:
         transform = (ox, oy, self.width / dw, self.height / dh)
         plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size)
         first = len(lists) if plan is None else next(n for n, p in enumerate(plan) if p is not None)
-        # pass 1: the lists before the first retained one, and the static parts not kept
-        self._begin_pass(rec, clear)
+        # pass 1: the lists before the first retained one, and the static parts not kept. The
+        # kept regions are copied over after it: only the rest of the target is cleared
+        kept = [p[1].rect for p in plan or () if p is not None and p[3]]
+        self._begin_pass(rec, clear, load=bool(kept))
+        if kept:
+            clear_outside(rec.handle, clear, kept, self.width, self.height)
         if v_total and i_total:
             self._bind(rec, slot, dw, dh, ox, oy, index_size)
             self._record_commands(rec, lists, geometry, transform, index_size, lambda n, d: (

@@ -26,6 +26,7 @@ Pixels then equal those of the plain frame byte for byte (the tests compare whol
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -264,6 +265,53 @@ def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clea
     nv = r.vertices * VERTEX_DTYPE.itemsize
     return (x0, y0, x1 - x0, y1 - y0), (tuple(size), tuple(clear), tuple(transform), tuple(meta),
                                         v[:nv].tobytes(), i[:end * index_size].tobytes())
+
+
+def clear_outside(cb, clear, rects, width: int, height: int) -> None:
+    """In a render pass that loaded the target: clear all of it but ``rects`` (the kept regions,
+    copied in whole after the pass; on lavapipe a full clear first cost milliseconds)."""
+    free = outside(rects, width, height)
+    if not free:
+        return
+    att = ffi.new("VkClearAttachment[1]")
+    att[0].aspectMask = vk.VK_IMAGE_ASPECT_COLOR_BIT
+    att[0].colorAttachment = 0
+    for i, c in enumerate(clear):
+        att[0].clearValue.color.float32[i] = c / 255.0
+    out = ffi.new("VkClearRect[]", len(free))
+    for k, (x, y, w, h) in enumerate(free):
+        out[k].rect.offset.x, out[k].rect.offset.y = x, y
+        out[k].rect.extent.width, out[k].rect.extent.height = w, h
+        out[k].baseArrayLayer, out[k].layerCount = 0, 1
+    vk.lib.vkCmdClearAttachments(cb, 1, att, len(free), out)
+
+
+def outside(rects, width: int, height: int) -> list[tuple[int, int, int, int]]:
+    """The part of the ``width`` x ``height`` target outside ``rects`` (``(x, y, w, h)`` each,
+    inside it), as disjoint rectangles: bands between the rectangles' top and bottom edges, and
+    in each band the spans no rectangle covers (a band taller when the next has the same)."""
+    ys = sorted({0, height, *(r[1] for r in rects), *(r[1] + r[3] for r in rects)})
+    out, open_ = [], {}  # (x0, x1) -> (y0, index in out) of a span still growing downwards
+    for y0, y1 in itertools.pairwise(ys):
+        covered = sorted((r[0], r[0] + r[2]) for r in rects if r[1] <= y0 and r[1] + r[3] >= y1)
+        spans, x = [], 0
+        for a, b in covered:
+            if a > x:
+                spans.append((x, a))
+            x = max(x, b)
+        if x < width:
+            spans.append((x, width))
+        grown = {}
+        for span in spans:
+            if span in open_:
+                start, k = open_[span]
+                out[k] = (span[0], start, span[1] - span[0], y1 - start)
+            else:
+                start, k = y0, len(out)
+                out.append((span[0], y0, span[1] - span[0], y1 - y0))
+            grown[span] = (start, k)
+        open_ = grown
+    return out
 
 
 def _layers():

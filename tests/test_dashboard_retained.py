@@ -141,3 +141,27 @@ def test_overlay_keeps_a_region_only_while_its_inputs_are_the_same(change):
         assert ov.retained.misses == 2 and not np.array_equal(changed, first)
         ov.draw([DrawList(quads, idx, [DrawCommand(tex, (0, 0, 32, 32), 0, 12)])])
         assert np.array_equal(ov.render(), changed)  # the same frame drawn without keeping
+
+
+def test_the_target_outside_the_kept_regions_is_covered_once():
+    """A frame that copies kept regions clears only the rest of the target (engine/retained.py
+    ``outside``): every pixel outside the regions exactly once, none inside."""
+    from caliper_vk.engine.retained import outside
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        w, h = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+        rects = []
+        for _ in range(int(rng.integers(0, 7))):
+            x, y = int(rng.integers(0, w)), int(rng.integers(0, h))
+            rects.append((x, y, int(rng.integers(1, w - x + 1)), int(rng.integers(1, h - y + 1))))
+        inside = np.zeros((h, w), int)
+        for x, y, rw, rh in rects:
+            inside[y:y + rh, x:x + rw] = 1
+        covered = np.zeros((h, w), int)
+        for x, y, rw, rh in outside(rects, w, h):
+            assert rw > 0 and rh > 0
+            covered[y:y + rh, x:x + rw] += 1
+        assert np.array_equal(covered, 1 - inside), rects
+    assert outside([(0, 0, 10, 5), (0, 5, 10, 5)], 10, 10) == []
+    assert outside([(2, 0, 6, 10)], 10, 10) == [(0, 0, 2, 10), (8, 0, 2, 10)]  # bands merged
