@@ -13,7 +13,8 @@ shading, no blending) instead of drawing it; any difference, however small, draw
 and keeps the new pixels. So a kept region is never stale, whatever made it change (new
 data, a zoom, a hover highlight, a new glyph in the font atlas).
 
-The frame is recorded in two render passes. Pass 1 clears the target and draws every list
+The frame is recorded in two render passes. Pass 1 clears the target (when regions are copied
+in: loads it and clears only what lies outside them, :func:`outside`) and draws every list
 before the first retained one, whole, and the static parts of the retained lists not kept;
 then the new regions are copied out and the kept ones copied in; pass 2 (the target loaded)
 draws the dynamic parts and every other list, in order. Compared with drawing all lists in
