@@ -467,9 +467,10 @@ def bounds(res: dict) -> list[str]:
         "20 steps a second a 60 fps limit holds nothing back. With a GPU the frame runs beside the "
         "training; here, a lower `max_fps` is the lever.",
         f"- **Dashboard cursor move.** {cur.get('gpu_ms', float('nan')):.0f} ms of the frame is "
-        f"lavapipe rasterising the {cur.get('triangles', 0):,} blended triangles of 20 plots (axes, "
-        f"labels, legends, the traces' min/max bands); the Python build of the frame is "
-        f"{cur.get('build_ms', float('nan')):.0f} ms.",
+        f"lavapipe's: the frame read back (13 MB at 2400×1400, about 4 ms), the kept panels' pixels "
+        f"copied in, what changes with every move drawn again (three histogram panels, the confusion "
+        f"panel's plot, the readout; {cur.get('triangles', 0):,} triangles) and the engine's array and "
+        f"confusion canvases; the Python build of the frame is {cur.get('build_ms', float('nan')):.0f} ms.",
     ]
 
 
