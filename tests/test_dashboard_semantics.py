@@ -328,3 +328,12 @@ def test_many_runs_fold_their_status_so_the_cursor_readouts_stay_in_view(tmp_pat
             dash.close()
         best = [t for t in drawn if model.best_marks(shown[0]).text in t]
         assert (best == []) is folded, (folded, best)
+
+
+@pytest.mark.parametrize("n", [20, 21, 101, 32768])
+def test_robust_percentiles_agree_with_numpy(n):
+    from caliper_vk.dashboard.scales import percentiles
+
+    v = np.random.default_rng(n).standard_normal(n) ** 3
+    got = percentiles(v, (2.0, 98.0))
+    assert np.allclose(got, np.percentile(v, [2.0, 98.0]), rtol=1e-12, atol=0)

@@ -120,6 +120,18 @@ def spans_decades(runs: list[Run], panel: Panel, decades: float = 2.0) -> bool:
     return hi > 0 and lo < math.inf and hi / lo > 10.0 ** decades
 
 
+def percentiles(v: np.ndarray, qs) -> list[float]:
+    """``np.percentile(v, qs)`` (its default linear interpolation) from one ``np.partition``:
+    np.percentile sorts more than it needs, and its first call imports numpy.ma (together
+    about 60 ms of a 1M-step run's first frame)."""
+    n = len(v)
+    pos = [q / 100.0 * (n - 1) for q in qs]
+    below = [min(math.floor(p), n - 1) for p in pos]
+    part = np.partition(v, sorted({k for i in below for k in (i, min(i + 1, n - 1))}))
+    return [float(part[i] + (part[min(i + 1, n - 1)] - part[i]) * (p - i))
+            for i, p in zip(below, pos, strict=True)]
+
+
 def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     """Y limits that ignore outliers, as TensorBoard's "ignore outliers in chart scaling" does:
     the 2nd..98th percentile of the panel's finite measured values, padded by a tenth of that
@@ -136,7 +148,7 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
         return None
-    lo, hi = (float(q) for q in np.percentile(v, [2.0, 98.0]))
+    lo, hi = percentiles(v, (2.0, 98.0))
     pad = (hi - lo) * 0.1 if hi > lo else max(abs(hi) * 0.1, 1e-12)
     lo, hi = lo - pad, hi + pad
     vmin, vmax = None, None
