@@ -73,9 +73,10 @@ def megabytes(n: int) -> str:
     return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Kept:
-    """One input of one kept frame: where its bytes are in the ring and what they were."""
+    """One input of a kept frame: where its bytes are in the frame and what they were (shared
+    by every frame of one layout of the panels)."""
 
     panel: str
     index: int  # the input's place in panel.inputs
@@ -83,19 +84,56 @@ class Kept:
     dtype: str  # the stored dtype (contract name)
     np_dtype: str  # the numpy dtype of the stored bytes (bfloat16: uint16)
     shape: tuple
-    offset: int  # in the frame's chunk
+    offset: int  # from the frame's start in its chunk
     nbytes: int
 
 
 @dataclass
 class Frame:
-    """One kept frame: its step, the chunk holding it and its inputs."""
+    """One kept frame: its step, the chunk holding it, where it starts there, and its inputs."""
 
     step: int
     chunk: int
     nbytes: int
-    inputs: list = field(default_factory=list)
+    inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
+    base: int = 0  # the frame's first byte in its chunk
+
+
+@dataclass
+class Layout:
+    """What one frame keeps while the panels and their inputs stay the same: the inputs' places
+    (made once, not per frame), the staged ones and the frame's bytes."""
+
+    key: tuple
+    inputs: tuple  # of Kept
+    sources: tuple  # the Source of each kept input
+    staged: tuple  # (Kept, Source, offset in the upload buffer) of the inputs the renderer stages
+    total: int
+
+
+def _layout_key(panels) -> tuple:
+    """Equal while the panels, their sources, imports and shapes are: the layout stays valid."""
+    return tuple((id(panel), panel.name, tuple((id(s), id(s.imported), s.dtype, s.array.shape)
+                                               for _, s in panel.inputs)) for panel in panels)
+
+
+def _make_layout(key: tuple, panels) -> Layout:
+    inputs, sources, staged, total, up = [], [], [], 0, 0
+    for panel in panels:
+        for i, (_, source) in enumerate(panel.inputs):
+            n = source.nbytes
+            if not n:
+                continue
+            kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
+                        source.array.dtype.str, tuple(source.array.shape), total, n)
+            inputs.append(kept)
+            sources.append(source)
+            if source.imported is None:
+                staged.append((kept, source, up))
+                up += -(-n // ALIGN) * ALIGN
+            total += -(-n // ALIGN) * ALIGN
+    return Layout(key, tuple(inputs), tuple(sources), tuple(staged), total)
 
 
 class History:
@@ -119,6 +157,7 @@ class History:
         self._fill = 0  # bytes used in it
         self._upload: Buffer | None = None
         self._recorder: Recorder | None = None
+        self._layout: Layout | None = None  # the kept inputs' places, while the panels stay
         self.position: int | None = None  # index into frames being shown; None: live
         self._shown: tuple | None = None  # (step, arrays) last read back
         self.redraw_due = False
@@ -145,18 +184,11 @@ class History:
 
     def _keep(self, step: int, panels) -> list:
         t0 = time.perf_counter()
-        inputs, staged, total = [], [], 0
-        for panel in panels:
-            for i, (_, source) in enumerate(panel.inputs):
-                n = source.nbytes
-                if not n:
-                    continue
-                kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
-                            source.array.dtype.str, tuple(source.array.shape), total, n)
-                inputs.append((kept, source))
-                if source.imported is None:
-                    staged.append((kept, source))
-                total += -(-n // ALIGN) * ALIGN
+        key = _layout_key(panels)
+        layout = self._layout
+        if layout is None or layout.key != key:
+            layout = self._layout = _make_layout(key, panels)
+        total = layout.total
         if not total:
             return []
         if total > self.budget:
@@ -167,26 +199,25 @@ class History:
         if self.frames and self.frames[-1].step == step:
             self.frames.pop()  # the step drawn again (render()): keep its latest frame
         chunk = self._place(total)
-        frame = Frame(step, chunk, total, [k for k, _ in inputs],
-                      {p.name: p.view.data_version for p in panels})
-        dst = self.chunks[chunk]
         base = self._fill - total
-        if staged:
-            need = sum(-(-k.nbytes // ALIGN) * ALIGN for k, _ in staged)
+        frame = Frame(step, chunk, total, layout.inputs,
+                      {p.name: p.view.data_version for p in panels}, base)
+        dst = self.chunks[chunk]
+        if layout.staged:
+            need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
             if self._upload is None or self._upload.size < need:
                 if self._upload is not None:
                     self._upload.close()
                 self._upload = Buffer(self.device, need)
-        rec = (self._recorder or self._new_recorder()).begin()
-        up = 0
-        for kept, source in inputs:
-            kept.offset += base
-            if source.imported is not None:
-                rec.copy_buffer(source.imported, dst, kept.nbytes, source.imported.offset, kept.offset)
-            else:  # staged: its bytes are on the host this frame anyway
+            for _, source, up in layout.staged:  # staged: its bytes are on the host this frame anyway
                 self._upload.write(source.raw(), up)
-                rec.copy_buffer(self._upload, dst, kept.nbytes, up, kept.offset)
-                up += -(-kept.nbytes // ALIGN) * ALIGN
+        rec = (self._recorder or self._new_recorder()).begin()
+        for kept, source in zip(layout.inputs, layout.sources, strict=True):
+            imported = source.imported
+            if imported is not None:
+                rec.copy_buffer(imported, dst, kept.nbytes, imported.offset, base + kept.offset)
+        for kept, _, up in layout.staged:
+            rec.copy_buffer(self._upload, dst, kept.nbytes, up, base + kept.offset)
         rec.end()
         self.frames.append(frame)
         self.copy_s += time.perf_counter() - t0
@@ -245,14 +276,13 @@ class History:
         try:
             rec.begin()
             rec.barrier()
-            start = min(k.offset for k in frame.inputs)
-            rec.copy_buffer(self.chunks[frame.chunk], back, frame.nbytes, start, 0)
+            rec.copy_buffer(self.chunks[frame.chunk], back, frame.nbytes, frame.base, 0)
             rec.host_barrier()
             rec.end()
             self.device.wait(self.device.submit([rec.handle]))
             out = {}
             for k in frame.inputs:
-                raw = back.array[k.offset - start: k.offset - start + k.nbytes].copy()
+                raw = back.array[k.offset: k.offset + k.nbytes].copy()
                 out[(k.panel, k.index)] = raw.view(np.dtype(k.np_dtype)).reshape(k.shape)
         finally:
             rec.close()

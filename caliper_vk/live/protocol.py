@@ -125,8 +125,9 @@ class WriteRead:
                 self.timeline.signal(self.value)  # the negative control: from the host, unordered
         self.value += 1
         self.written = False
-        self.want_read = False
-        self._turn.notify_all()
+        if self.want_read:  # a producer may be waiting for this read (none waits otherwise)
+            self.want_read = False
+            self._turn.notify_all()
         return (self.timeline, self.value - 1), (self.timeline, self.value)
 
     def abandon(self, read: tuple) -> None:
@@ -148,12 +149,17 @@ def book_reads(protocols) -> list | None:
     producer is inside ``writing()`` of any of them: drawing now would tear. The locks are
     taken in the given order (producers only ever hold one), so nothing is booked and then
     cancelled — a cancelled value could not be signalled without moving a timeline backwards."""
-    with contextlib.ExitStack() as held:
+    held = []
+    try:
         for p in protocols:
-            held.enter_context(p.lock)
-        open_writes = [p for p in protocols if p.ordered and p.writing_now]
+            p.lock.acquire()
+            held.append(p.lock)
+        open_writes = [p for p in protocols if p.ordered and p._depth]
         if open_writes:
             for p in open_writes:
                 p.ask_for_gap()
             return None
         return [p.book_read() for p in protocols]
+    finally:
+        for lock in reversed(held):
+            lock.release()
