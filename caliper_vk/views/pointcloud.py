@@ -340,11 +340,10 @@ class PointCloud(ViewBase):
         n = self.source.shape[0]
         _, base, dtype = self._input("positions", self.source)
         key = self._params_key(base, dtype)
-        if self._dirty or key != self._params_of or "params" not in self._buffers:
-            self._params = self.params(r.width, r.height, r.x, r.y, base, dtype)
-            self._upload("params", self._params)
-            self._params_of = key
-        p = self._params  # unchanged inputs: the block in the buffer is already this frame's
+        if not self._dirty and key == self._params_of and "params" in self._buffers:
+            return  # what the last frame uploaded and checked is this frame's too
+        p = self.params(r.width, r.height, r.x, r.y, base, dtype)
+        self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
         # the value range (VLO, VSCALE) change, never per frame
         colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]))
@@ -361,16 +360,18 @@ class PointCloud(ViewBase):
         self._buffer("stats", 16)
         if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
             self.stale = True
+        self._params_of = key
 
     def _params_key(self, base: int, dtype: int) -> tuple:
-        """Everything :meth:`params` reads, so an equal key means an equal block (the fit
-        first: it compares the positions' bytes with those it was made from)."""
+        """Everything :meth:`params` and :meth:`prepare` read: an equal key means an equal
+        block, colour indices and buffers (the fit compares the positions' bytes with those it
+        was made from)."""
         fit = self._fit() if self.bounds is None else self.bounds.tobytes()
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
                                                   tuple(float(v) for v in vr))
         return (fit, self.source.shape, self.camera, self.rect, base, dtype, id(self.labels), ranged,
-                self.point_size_px, len(self._palette), tuple(self.background))
+                self.point_size_px, len(self._palette), tuple(self.background), self.color_pass)
 
     def _spec(self, dtype: int) -> tuple:
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
