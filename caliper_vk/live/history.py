@@ -43,12 +43,12 @@ import numpy as np
 from .. import chrome
 from ..engine import Buffer
 from ..engine.commands import Recorder
+from .history_copy import Layout, RingCopies, layout_key, make_layout
 from .panels import Panel
 from .status import title_items
 
 DEFAULT_BUDGET = "64MB"
 CHUNKS = 16  # the ring's chunks; reusing the oldest drops at most 1/16 of the budget
-ALIGN = 16
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20,
           "gib": 2**30}
 _SCRUB_WIDTH = 240
@@ -73,21 +73,6 @@ def megabytes(n: int) -> str:
     return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
-@dataclass(frozen=True)
-class Kept:
-    """One input of a kept frame: where its bytes are in the frame and what they were (shared
-    by every frame of one layout of the panels)."""
-
-    panel: str
-    index: int  # the input's place in panel.inputs
-    view: str
-    dtype: str  # the stored dtype (contract name)
-    np_dtype: str  # the numpy dtype of the stored bytes (bfloat16: uint16)
-    shape: tuple
-    offset: int  # from the frame's start in its chunk
-    nbytes: int
-
-
 @dataclass
 class Frame:
     """One kept frame: its step, the chunk holding it, where it starts there, and its inputs."""
@@ -98,42 +83,6 @@ class Frame:
     inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
     base: int = 0  # the frame's first byte in its chunk
-
-
-@dataclass
-class Layout:
-    """What one frame keeps while the panels and their inputs stay the same: the inputs' places
-    (made once, not per frame), the staged ones and the frame's bytes."""
-
-    key: tuple
-    inputs: tuple  # of Kept
-    sources: tuple  # the Source of each kept input
-    staged: tuple  # (Kept, Source, offset in the upload buffer) of the inputs the renderer stages
-    total: int
-
-
-def _layout_key(panels) -> tuple:
-    """Equal while the panels, their sources, imports and shapes are: the layout stays valid."""
-    return tuple((id(panel), panel.name, tuple((id(s), id(s.imported), s.dtype, s.array.shape)
-                                               for _, s in panel.inputs)) for panel in panels)
-
-
-def _make_layout(key: tuple, panels) -> Layout:
-    inputs, sources, staged, total, up = [], [], [], 0, 0
-    for panel in panels:
-        for i, (_, source) in enumerate(panel.inputs):
-            n = source.nbytes
-            if not n:
-                continue
-            kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
-                        source.array.dtype.str, tuple(source.array.shape), total, n)
-            inputs.append(kept)
-            sources.append(source)
-            if source.imported is None:
-                staged.append((kept, source, up))
-                up += -(-n // ALIGN) * ALIGN
-            total += -(-n // ALIGN) * ALIGN
-    return Layout(key, tuple(inputs), tuple(sources), tuple(staged), total)
 
 
 class History:
@@ -158,6 +107,7 @@ class History:
         self._upload: Buffer | None = None
         self._recorder: Recorder | None = None
         self._layout: Layout | None = None  # the kept inputs' places, while the panels stay
+        self._copies: tuple | None = None  # (layout, upload buffer, RingCopies or None, plan)
         self.position: int | None = None  # index into frames being shown; None: live
         self._shown: tuple | None = None  # (step, arrays) last read back
         self.redraw_due = False
@@ -184,10 +134,10 @@ class History:
 
     def _keep(self, step: int, panels) -> list:
         t0 = time.perf_counter()
-        key = _layout_key(panels)
+        key = layout_key(panels)
         layout = self._layout
         if layout is None or layout.key != key:
-            layout = self._layout = _make_layout(key, panels)
+            layout = self._layout = make_layout(key, panels)
         total = layout.total
         if not total:
             return []
@@ -202,7 +152,6 @@ class History:
         base = self._fill - total
         frame = Frame(step, chunk, total, layout.inputs,
                       {p.name: p.view.data_version for p in panels}, base)
-        dst = self.chunks[chunk]
         if layout.staged:
             need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
             if self._upload is None or self._upload.size < need:
@@ -211,17 +160,32 @@ class History:
                 self._upload = Buffer(self.device, need)
             for _, source, up in layout.staged:  # staged: its bytes are on the host this frame anyway
                 self._upload.write(source.raw(), up)
-        rec = (self._recorder or self._new_recorder()).begin()
-        for kept, source in zip(layout.inputs, layout.sources, strict=True):
-            imported = source.imported
-            if imported is not None:
-                rec.copy_buffer(imported, dst, kept.nbytes, imported.offset, base + kept.offset)
-        for kept, _, up in layout.staged:
-            rec.copy_buffer(self._upload, dst, kept.nbytes, up, base + kept.offset)
-        rec.end()
+        handle = self._commands(layout, chunk, base)
         self.frames.append(frame)
         self.copy_s += time.perf_counter() - t0
-        return [rec.handle]
+        return [handle]
+
+    def _commands(self, layout: Layout, chunk: int, base: int):
+        """This frame's copies: the layout's recorded ones (:mod:`.history_copy`) where they can
+        be, else ``vkCmdCopyBuffer``s recorded now."""
+        dst = self.chunks[chunk]
+        copies = self._copies
+        if copies is None or copies[0] is not layout or copies[1] is not self._upload:
+            if copies is not None and copies[2] is not None:
+                copies[2].close()
+            plan = [(s.imported, s.imported.offset, k.nbytes, k.offset)
+                    for k, s in zip(layout.inputs, layout.sources, strict=True) if s.imported is not None]
+            plan += [(self._upload, up, k.nbytes, k.offset) for k, _, up in layout.staged]
+            ring = RingCopies(self.device, plan) if RingCopies.usable(self.device, plan, self.chunk_size) \
+                else None
+            copies = self._copies = (layout, self._upload, ring, plan)
+        if copies[2] is not None:
+            return copies[2].commands(chunk, dst, base)
+        rec = (self._recorder or self._new_recorder()).begin()
+        for src, offset, nbytes, at in copies[3]:
+            rec.copy_buffer(src, dst, nbytes, offset, base + at)
+        rec.end()
+        return rec.handle
 
     def _new_recorder(self) -> Recorder:
         self._recorder = Recorder(self.device)
@@ -369,6 +333,9 @@ class History:
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None
+        if self._copies is not None and self._copies[2] is not None:
+            self._copies[2].close()
+        self._copies = None
 
 
 class Rewind:
