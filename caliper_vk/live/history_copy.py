@@ -52,20 +52,25 @@ class Layout:
     """What one frame keeps while the panels and their inputs stay the same: the inputs' places
     (made once, not per frame), the staged ones and the frame's bytes."""
 
-    key: tuple
+    key: list
     inputs: tuple  # of Kept
     sources: tuple  # the Source of each kept input
     staged: tuple  # (Kept, Source, offset in the upload buffer) of the inputs the renderer stages
     total: int
 
 
-def layout_key(panels) -> tuple:
-    """Equal while the panels, their sources, imports and shapes are: the layout stays valid."""
-    return tuple((id(panel), panel.name, tuple((id(s), id(s.imported), s.dtype, s.array.shape)
-                                               for _, s in panel.inputs)) for panel in panels)
+def layout_key(panels) -> list:
+    """Equal (``==``) while the panels, their sources, imports, dtypes and shapes are: the layout
+    stays valid. A list of the objects themselves: compared by identity, made without tuples."""
+    key = []
+    for panel in panels:
+        key += (panel, panel.name)
+        for _, s in panel.inputs:
+            key += (s, s.imported, s.dtype, s.array.shape)
+    return key
 
 
-def make_layout(key: tuple, panels) -> Layout:
+def make_layout(key: list, panels) -> Layout:
     inputs, sources, staged, total, up = [], [], [], 0, 0
     for panel in panels:
         for i, (_, source) in enumerate(panel.inputs):

@@ -370,8 +370,9 @@ class PointCloud(ViewBase):
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
                                                   tuple(float(v) for v in vr))
-        return (fit, self.source.shape, self.camera, self.rect, base, dtype, id(self.labels), ranged,
-                self.point_size_px, len(self._palette), tuple(self.background), self.color_pass)
+        return (fit, self.source.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
+                id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
+                self.color_pass)
 
     def _spec(self, dtype: int) -> tuple:
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
