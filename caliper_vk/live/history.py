@@ -336,6 +336,7 @@ class History:
         if self._copies is not None and self._copies[2] is not None:
             self._copies[2].close()
         self._copies = None
+        self._layout = None  # its key holds the panels, which hold the session: no cycle left behind
 
 
 class Rewind:
