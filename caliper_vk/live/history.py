@@ -187,6 +187,13 @@ class History:
         rec.end()
         return rec.handle
 
+    def drop_layout(self) -> None:
+        """Forget the kept inputs' layout and its recorded copies (the session's panels changed:
+        the layout holds them, and a detached panel's memory must not outlive its close)."""
+        if self._copies is not None and self._copies[2] is not None:
+            self._copies[2].close()
+        self._copies = self._layout = None
+
     def _new_recorder(self) -> Recorder:
         self._recorder = Recorder(self.device)
         return self._recorder
@@ -333,10 +340,7 @@ class History:
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None
-        if self._copies is not None and self._copies[2] is not None:
-            self._copies[2].close()
-        self._copies = None
-        self._layout = None  # its key holds the panels, which hold the session: no cycle left behind
+        self.drop_layout()
 
 
 class Rewind:
