@@ -15,6 +15,11 @@ from .image import StorageImage, subresource_range
 from .limits import check_dispatch
 
 
+def _check(result: int) -> None:
+    if result != vk.VK_SUCCESS:
+        raise vk.exception_codes[result]
+
+
 class Recorder:
     """Records one primary command buffer. States: recording → ended → closed."""
 
@@ -23,6 +28,11 @@ class Recorder:
         self.handle = device.allocate_command_buffer()
         self.recording = False
         self.profiler = None  # a timing.Profiler while the owner profiles its frames
+        # Reused structs for the calls a per-frame recording makes (History.keep): they go
+        # straight to the loader, as the generic wrappers and new() cost ~10 us a call.
+        # Vulkan copies what a vkCmd* call reads before it returns, so reusing them is safe.
+        self._begin_info = new("VkCommandBufferBeginInfo")
+        self._region = ffi.new("VkBufferCopy *")
 
     def mark(self, label: str) -> None:
         """Write a GPU timestamp named ``label`` (only while profiling; free otherwise)."""
@@ -30,13 +40,13 @@ class Recorder:
             self.profiler.write(self, label)
 
     def begin(self) -> Recorder:
-        vk.vkResetCommandBuffer(self.handle, 0)
-        vk.vkBeginCommandBuffer(self.handle, new("VkCommandBufferBeginInfo"))
+        _check(vk.lib.vkResetCommandBuffer(self.handle, 0))
+        _check(vk.lib.vkBeginCommandBuffer(self.handle, self._begin_info))
         self.recording = True
         return self
 
     def end(self) -> None:
-        vk.vkEndCommandBuffer(self.handle)
+        _check(vk.lib.vkEndCommandBuffer(self.handle))
         self.recording = False
 
     # -- commands -------------------------------------------------------------------
@@ -107,8 +117,9 @@ class Recorder:
             vk.vkCmdDispatch(self.handle, x, y, z)
 
     def copy_buffer(self, src, dst, size: int, src_offset: int = 0, dst_offset: int = 0) -> None:
-        region = new("VkBufferCopy", srcOffset=src_offset, dstOffset=dst_offset, size=size)
-        vk.vkCmdCopyBuffer(self.handle, src.handle, dst.handle, 1, region)
+        region = self._region
+        region.srcOffset, region.dstOffset, region.size = src_offset, dst_offset, size
+        vk.lib.vkCmdCopyBuffer(self.handle, src.handle, dst.handle, 1, region)
 
     def copy_buffer_to_image(self, buffer, image: StorageImage, x: int, y: int, width: int,
                              height: int) -> None:

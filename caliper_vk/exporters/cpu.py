@@ -79,6 +79,10 @@ class HostSync:
     """
 
     host_sync = True
+    # A write is complete when the producer's code returns (also one made without writing()):
+    # a frame with no write since the last one waits for the latest value handed out instead
+    # of signalling a fresh one first (caliper_vk.live.protocol: one host signal less a frame).
+    complete_on_return = True
 
     def __init__(self, timeline):
         self.timeline = timeline

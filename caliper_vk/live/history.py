@@ -43,12 +43,12 @@ import numpy as np
 from .. import chrome
 from ..engine import Buffer
 from ..engine.commands import Recorder
+from .history_copy import Layout, RingCopies, layout_key, make_layout
 from .panels import Panel
 from .status import title_items
 
 DEFAULT_BUDGET = "64MB"
 CHUNKS = 16  # the ring's chunks; reusing the oldest drops at most 1/16 of the budget
-ALIGN = 16
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20,
           "gib": 2**30}
 _SCRUB_WIDTH = 240
@@ -74,28 +74,15 @@ def megabytes(n: int) -> str:
 
 
 @dataclass
-class Kept:
-    """One input of one kept frame: where its bytes are in the ring and what they were."""
-
-    panel: str
-    index: int  # the input's place in panel.inputs
-    view: str
-    dtype: str  # the stored dtype (contract name)
-    np_dtype: str  # the numpy dtype of the stored bytes (bfloat16: uint16)
-    shape: tuple
-    offset: int  # in the frame's chunk
-    nbytes: int
-
-
-@dataclass
 class Frame:
-    """One kept frame: its step, the chunk holding it and its inputs."""
+    """One kept frame: its step, the chunk holding it, where it starts there, and its inputs."""
 
     step: int
     chunk: int
     nbytes: int
-    inputs: list = field(default_factory=list)
+    inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
+    base: int = 0  # the frame's first byte in its chunk
 
 
 class History:
@@ -119,6 +106,8 @@ class History:
         self._fill = 0  # bytes used in it
         self._upload: Buffer | None = None
         self._recorder: Recorder | None = None
+        self._layout: Layout | None = None  # the kept inputs' places, while the panels stay
+        self._copies: tuple | None = None  # (layout, upload buffer, RingCopies or None, plan)
         self.position: int | None = None  # index into frames being shown; None: live
         self._shown: tuple | None = None  # (step, arrays) last read back
         self.redraw_due = False
@@ -145,18 +134,11 @@ class History:
 
     def _keep(self, step: int, panels) -> list:
         t0 = time.perf_counter()
-        inputs, staged, total = [], [], 0
-        for panel in panels:
-            for i, (_, source) in enumerate(panel.inputs):
-                n = source.nbytes
-                if not n:
-                    continue
-                kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
-                            source.array.dtype.str, tuple(source.array.shape), total, n)
-                inputs.append((kept, source))
-                if source.imported is None:
-                    staged.append((kept, source))
-                total += -(-n // ALIGN) * ALIGN
+        key = layout_key(panels)
+        layout = self._layout
+        if layout is None or layout.key != key:
+            layout = self._layout = make_layout(key, panels)
+        total = layout.total
         if not total:
             return []
         if total > self.budget:
@@ -167,30 +149,50 @@ class History:
         if self.frames and self.frames[-1].step == step:
             self.frames.pop()  # the step drawn again (render()): keep its latest frame
         chunk = self._place(total)
-        frame = Frame(step, chunk, total, [k for k, _ in inputs],
-                      {p.name: p.view.data_version for p in panels})
-        dst = self.chunks[chunk]
         base = self._fill - total
-        if staged:
-            need = sum(-(-k.nbytes // ALIGN) * ALIGN for k, _ in staged)
+        frame = Frame(step, chunk, total, layout.inputs,
+                      {p.name: p.view.data_version for p in panels}, base)
+        if layout.staged:
+            need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
             if self._upload is None or self._upload.size < need:
                 if self._upload is not None:
                     self._upload.close()
                 self._upload = Buffer(self.device, need)
-        rec = (self._recorder or self._new_recorder()).begin()
-        up = 0
-        for kept, source in inputs:
-            kept.offset += base
-            if source.imported is not None:
-                rec.copy_buffer(source.imported, dst, kept.nbytes, source.imported.offset, kept.offset)
-            else:  # staged: its bytes are on the host this frame anyway
+            for _, source, up in layout.staged:  # staged: its bytes are on the host this frame anyway
                 self._upload.write(source.raw(), up)
-                rec.copy_buffer(self._upload, dst, kept.nbytes, up, kept.offset)
-                up += -(-kept.nbytes // ALIGN) * ALIGN
-        rec.end()
+        handle = self._commands(layout, chunk, base)
         self.frames.append(frame)
         self.copy_s += time.perf_counter() - t0
-        return [rec.handle]
+        return [handle]
+
+    def _commands(self, layout: Layout, chunk: int, base: int):
+        """This frame's copies: the layout's recorded ones (:mod:`.history_copy`) where they can
+        be, else ``vkCmdCopyBuffer``s recorded now."""
+        dst = self.chunks[chunk]
+        copies = self._copies
+        if copies is None or copies[0] is not layout or copies[1] is not self._upload:
+            if copies is not None and copies[2] is not None:
+                copies[2].close()
+            plan = [(s.imported, s.imported.offset, k.nbytes, k.offset)
+                    for k, s in zip(layout.inputs, layout.sources, strict=True) if s.imported is not None]
+            plan += [(self._upload, up, k.nbytes, k.offset) for k, _, up in layout.staged]
+            ring = RingCopies(self.device, plan) if RingCopies.usable(self.device, plan, self.chunk_size) \
+                else None
+            copies = self._copies = (layout, self._upload, ring, plan)
+        if copies[2] is not None:
+            return copies[2].commands(chunk, dst, base)
+        rec = (self._recorder or self._new_recorder()).begin()
+        for src, offset, nbytes, at in copies[3]:
+            rec.copy_buffer(src, dst, nbytes, offset, base + at)
+        rec.end()
+        return rec.handle
+
+    def drop_layout(self) -> None:
+        """Forget the kept inputs' layout and its recorded copies (the session's panels changed:
+        the layout holds them, and a detached panel's memory must not outlive its close)."""
+        if self._copies is not None and self._copies[2] is not None:
+            self._copies[2].close()
+        self._copies = self._layout = None
 
     def _new_recorder(self) -> Recorder:
         self._recorder = Recorder(self.device)
@@ -245,14 +247,13 @@ class History:
         try:
             rec.begin()
             rec.barrier()
-            start = min(k.offset for k in frame.inputs)
-            rec.copy_buffer(self.chunks[frame.chunk], back, frame.nbytes, start, 0)
+            rec.copy_buffer(self.chunks[frame.chunk], back, frame.nbytes, frame.base, 0)
             rec.host_barrier()
             rec.end()
             self.device.wait(self.device.submit([rec.handle]))
             out = {}
             for k in frame.inputs:
-                raw = back.array[k.offset - start: k.offset - start + k.nbytes].copy()
+                raw = back.array[k.offset: k.offset + k.nbytes].copy()
                 out[(k.panel, k.index)] = raw.view(np.dtype(k.np_dtype)).reshape(k.shape)
         finally:
             rec.close()
@@ -339,6 +340,7 @@ class History:
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None
+        self.drop_layout()
 
 
 class Rewind:

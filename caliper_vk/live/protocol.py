@@ -12,7 +12,10 @@ Values are handed out from one counter, in the order the events are issued:
   latest value handed out before it, so the latest write it saw), reads, and
   signals ``r``. A frame with no write's exit since the last one first signals
   a fresh value for the memory as it is (``after_write`` again: on CUDA it is
-  ordered after the work queued so far; a mirrored tensor is copied there);
+  ordered after the work queued so far; a mirrored tensor is copied there) —
+  except where writes are complete when the producer's code returns (host
+  memory: ``complete_on_return``), where ``r - 1`` is simply the last frame's
+  read value;
 - **a producer about to overwrite** waits for the latest value handed out,
   which covers every frame still reading (host wait, or a stream wait on CUDA).
 
@@ -52,6 +55,7 @@ class WriteRead:
 
     def __init__(self, timeline, sync, ordered: bool = True, mirrored: bool = False):
         self.timeline, self.sync, self.ordered, self.mirrored = timeline, sync, ordered, mirrored
+        self._complete_on_return = getattr(sync, "complete_on_return", False) and not mirrored
         self.stopped = False  # drawing stopped for good: producers never wait again
         self.render_thread: int | None = None  # the thread that books reads (step())
         self.lock = threading.Lock()
@@ -115,9 +119,11 @@ class WriteRead:
 
     def book_read(self) -> tuple:
         """(wait, signal) of this frame's read; call with :attr:`lock` held and no write open."""
-        if not self.written:
+        if not self.written and not (self.ordered and self._complete_on_return):
             # no write's exit since the last read: draw the memory as it is now, ordered after
-            # the work queued so far (a loop writing without writing(); CUDA mirror: the copy)
+            # the work queued so far (a loop writing without writing(); CUDA mirror: the copy).
+            # Host memory needs no such value: its writes are complete when the producer's code
+            # returns, so the frame waits for the latest value handed out (its last read's).
             self.value += 1
             if self.ordered or self.mirrored:
                 self.sync.after_write(self.value - 1, self.value)
@@ -125,8 +131,9 @@ class WriteRead:
                 self.timeline.signal(self.value)  # the negative control: from the host, unordered
         self.value += 1
         self.written = False
-        self.want_read = False
-        self._turn.notify_all()
+        if self.want_read:  # a producer may be waiting for this read (none waits otherwise)
+            self.want_read = False
+            self._turn.notify_all()
         return (self.timeline, self.value - 1), (self.timeline, self.value)
 
     def abandon(self, read: tuple) -> None:
@@ -148,12 +155,17 @@ def book_reads(protocols) -> list | None:
     producer is inside ``writing()`` of any of them: drawing now would tear. The locks are
     taken in the given order (producers only ever hold one), so nothing is booked and then
     cancelled — a cancelled value could not be signalled without moving a timeline backwards."""
-    with contextlib.ExitStack() as held:
+    held = []
+    try:
         for p in protocols:
-            held.enter_context(p.lock)
-        open_writes = [p for p in protocols if p.ordered and p.writing_now]
+            p.lock.acquire()
+            held.append(p.lock)
+        open_writes = [p for p in protocols if p.ordered and p._depth]
         if open_writes:
             for p in open_writes:
                 p.ask_for_gap()
             return None
         return [p.book_read() for p in protocols]
+    finally:
+        for lock in reversed(held):
+            lock.release()

@@ -222,6 +222,8 @@ class Session(Rewind):
         width, height = self.window.framebuffer_size() if self.window else self.size
         if self.canvas is not None:
             self.canvas.close(close_panels=False)
+        if self.history is not None:
+            self.history.drop_layout()  # made again from the panels at the next frame
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
         if self.budget.share is not None and self.device.info.kind == "cpu":
             self.canvas.profile()  # frames run on the training's cores: the budget counts them

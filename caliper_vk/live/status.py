@@ -106,9 +106,12 @@ def chrome_for(panel) -> tuple[TextStrip, TextStrip]:
 
 def warning_counts(view) -> tuple[int, int]:
     """(values not drawn as NaN/Inf, values outside the range) from the view's last frame."""
-    stats = getattr(view, "stats", None) or {}
-    return (sum(stats.get(k, 0) for k in ("nonfinite", "nan", "inf", "posinf", "neginf")),
-            stats.get("below", 0) + stats.get("above", 0))
+    stats = getattr(view, "stats", None)
+    if not stats:
+        return 0, 0
+    get = stats.get  # per panel and frame: no generator
+    return (get("nonfinite", 0) + get("nan", 0) + get("inf", 0) + get("posinf", 0) + get("neginf", 0),
+            get("below", 0) + get("above", 0))
 
 
 def title_items(panel) -> tuple[list, list]:

@@ -23,6 +23,23 @@ FIT_LARGE = 50_000  # points from which the blocked path runs (below it, the col
 FIT_ROW = 4096  # points per row of the extremes' reduction: one long contiguous inner loop
 FIT_BLOCK = 1 << 15  # points per block of the distance screen (its temporaries: 384 KiB)
 FIT_TILE = 256  # the screen subtracts the centre repeated this many times: a contiguous inner loop
+# A live cloud of up to this many bytes keeps a copy of the bytes it was last fitted to: a frame
+# whose positions did not change (a redraw, a paused producer) reuses the fit after one memcmp
+# (2 us for 2,000 points) instead of the fit's dozen numpy passes (30 us).
+FIT_SNAPSHOT_MAX = 1 << 24
+
+
+def snapshot(source) -> tuple | None:
+    """What the fit of ``source`` (a view ``Source``) depends on: its stored dtype, shape and
+    bytes; None for a cloud over :data:`FIT_SNAPSHOT_MAX` bytes (always fitted anew)."""
+    a = source.array
+    return (source.dtype, a.shape, a.tobytes()) if a.nbytes <= FIT_SNAPSHOT_MAX else None
+
+
+def unchanged(snap: tuple | None, source) -> bool:
+    """True when ``source`` holds exactly the bytes of ``snap`` (see :func:`snapshot`)."""
+    a = source.array
+    return snap is not None and snap[0] == source.dtype and snap[1] == a.shape and a.tobytes() == snap[2]
 
 
 def _extremes(pts: np.ndarray, rows: bool) -> tuple[list, list]:

@@ -41,7 +41,7 @@ from ..engine import ComputePipeline, shaders
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
-from ._pointfit import _extremes, _ftz32, _max_square_distance, FIT_LARGE, rotation
+from ._pointfit import _extremes, _ftz32, _max_square_distance, FIT_LARGE, rotation, snapshot, unchanged
 from ._source import Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
@@ -126,7 +126,8 @@ class PointCloud(ViewBase):
         self.zoom = float(zoom)
         self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
         self.source = Source(np.zeros((0, 3), np.float32))
-        self._fit_cache = None
+        self._fit_cache = self._fit_of = None
+        self._params_of = None  # what the uploaded parameter block was computed from
         self.labels = self.values = None
         self._classes = None  # (labels, their distinct classes) for the legend
         self.color_pass = "auto"  # see per_point()
@@ -197,8 +198,10 @@ class PointCloud(ViewBase):
         """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
         radius of the finite points (cached per data version).
 
-        A live source is fitted every frame, so this keeps to a few numpy calls."""
-        if self._fit_cache is None or self.source.live:
+        A live source is fitted again whenever its bytes changed (:func:`unchanged`), so this
+        keeps to a few numpy calls."""
+        if self._fit_cache is None or (self.source.live and not unchanged(self._fit_of, self.source)):
+            snap = snapshot(self.source) if self.source.live else None
             pos = self.positions
             dim = pos.shape[1]
             # a large cloud is read in place by blocks; a small one as one transposed copy,
@@ -229,7 +232,7 @@ class PointCloud(ViewBase):
                 radius = math.sqrt(_max_square_distance(pts, c, rows)) * 1.001
             else:
                 lo = hi = [0.0] * dim
-            self._fit_cache = (lo, hi, radius)
+            self._fit_cache, self._fit_of = (lo, hi, radius), snap
         return self._fit_cache
 
     @property
@@ -336,6 +339,9 @@ class PointCloud(ViewBase):
         r = self.rect
         n = self.source.shape[0]
         _, base, dtype = self._input("positions", self.source)
+        key = self._params_key(base, dtype)
+        if not self._dirty and key == self._params_of and "params" in self._buffers:
+            return  # what the last frame uploaded and checked is this frame's too
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
@@ -354,6 +360,19 @@ class PointCloud(ViewBase):
         self._buffer("stats", 16)
         if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
             self.stale = True
+        self._params_of = key
+
+    def _params_key(self, base: int, dtype: int) -> tuple:
+        """Everything :meth:`params` and :meth:`prepare` read: an equal key means an equal
+        block, colour indices and buffers (the fit compares the positions' bytes with those it
+        was made from)."""
+        fit = self._fit() if self.bounds is None else self.bounds.tobytes()
+        vr = self.value_range
+        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
+                                                  tuple(float(v) for v in vr))
+        return (fit, self.source.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
+                id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
+                self.color_pass)
 
     def _spec(self, dtype: int) -> tuple:
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,

@@ -1,0 +1,175 @@
+"""The rewind history's copies, recorded once and re-submitted.
+
+Every drawn frame copies each panel's input into the history's ring
+(:mod:`.history`), at a place that moves on by one frame each time. A
+``vkCmdCopyBuffer`` names its destination offset in the command buffer, so
+those copies would have to be recorded anew every frame: a reset, a begin, a
+copy per input and an end, tens of microseconds of the training thread's time
+on a CPU device. Instead :class:`RingCopies` records, once per layout of the
+panels and per ring chunk, one small compute dispatch per input
+(``engine/shaders/ring_copy.comp``) whose destination word is read from a
+host-visible buffer; per frame the host writes that one word and picks the
+chunk's command buffer. The copies are words: an input is copied this way when
+its buffer offset is a multiple of 4 and its last word lies inside its buffer
+(the ring's places are 16-byte aligned, so the rounding never reaches the next
+input), and every buffer fits one storage descriptor; otherwise
+:meth:`RingCopies.usable` says so and the history records ``vkCmdCopyBuffer``s
+per frame as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine import Buffer, ComputePipeline, shaders
+from ..engine.commands import Recorder
+
+ALIGN = 16  # each kept input starts on a 16-byte boundary of its frame
+_BINDINGS = ("buffer",) * 4
+_LOCAL = 256
+_MAX_GROUPS = 65535
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One input of a kept frame: where its bytes are in the frame and what they were (shared
+    by every frame of one layout of the panels)."""
+
+    panel: str
+    index: int  # the input's place in panel.inputs
+    view: str
+    dtype: str  # the stored dtype (contract name)
+    np_dtype: str  # the numpy dtype of the stored bytes (bfloat16: uint16)
+    shape: tuple
+    offset: int  # from the frame's start in its chunk
+    nbytes: int
+
+
+@dataclass
+class Layout:
+    """What one frame keeps while the panels and their inputs stay the same: the inputs' places
+    (made once, not per frame), the staged ones and the frame's bytes."""
+
+    key: list
+    inputs: tuple  # of Kept
+    sources: tuple  # the Source of each kept input
+    staged: tuple  # (Kept, Source, offset in the upload buffer) of the inputs the renderer stages
+    total: int
+
+
+def layout_key(panels) -> list:
+    """Equal (``==``) while the panels, their sources, imports, dtypes and shapes are: the layout
+    stays valid. A list of the objects themselves: compared by identity, made without tuples."""
+    key = []
+    for panel in panels:
+        key += (panel, panel.name)
+        for _, s in panel.inputs:
+            key += (s, s.imported, s.dtype, s.array.shape)
+    return key
+
+
+def make_layout(key: list, panels) -> Layout:
+    inputs, sources, staged, total, up = [], [], [], 0, 0
+    for panel in panels:
+        for i, (_, source) in enumerate(panel.inputs):
+            n = source.nbytes
+            if not n:
+                continue
+            kept = Kept(panel.name, i, type(panel.view).__name__.lower(), source.dtype,
+                        source.array.dtype.str, tuple(source.array.shape), total, n)
+            inputs.append(kept)
+            sources.append(source)
+            if source.imported is None:
+                staged.append((kept, source, up))
+                up += -(-n // ALIGN) * ALIGN
+            total += -(-n // ALIGN) * ALIGN
+    return Layout(key, tuple(inputs), tuple(sources), tuple(staged), total)
+
+
+def _pipeline(device) -> ComputePipeline:
+    p = device.cache.get(("pipeline", "ring_copy"))
+    if p is None or p.handle is None:
+        p = ComputePipeline(device, shaders.load("ring_copy"), _BINDINGS, name="ring_copy")
+        device.cache[("pipeline", "ring_copy")] = p
+    return p
+
+
+def _groups(words: int) -> tuple[int, int]:
+    total = max(1, -(-words // _LOCAL))
+    return (total, 1) if total <= _MAX_GROUPS else (_MAX_GROUPS, -(-total // _MAX_GROUPS))
+
+
+class RingCopies:
+    """The copies of one layout (``[(source buffer, byte offset, nbytes, offset in the frame)]``),
+    recorded per ring chunk. States: live → closed.
+
+    Parameters
+    ----------
+    device : engine Device
+        Borrowed.
+    copies : list of (Buffer, int, int, int)
+        Each kept input: the buffer the view reads (or the history's upload buffer for a staged
+        input), its byte offset there, its bytes, and its byte offset from the frame's start.
+    """
+
+    def __init__(self, device, copies):
+        self.device = device
+        self.copies = list(copies)
+        self._base = Buffer(device, 16)  # the frame's first word in its chunk
+        self._base_word = self._base.view(np.uint32, 1)
+        self._args = []
+        for _, offset, nbytes, at in self.copies:
+            args = Buffer(device, 16)
+            args.write(np.array([offset // 4, at // 4, -(-nbytes // 4), 0], np.uint32))
+            self._args.append(args)
+        self._chunks: dict[int, tuple] = {}  # chunk index -> (its buffer, Recorder, sets)
+
+    @staticmethod
+    def usable(device, copies, chunk_size: int) -> bool:
+        """True when every copy can run as a word copy (see the module docstring)."""
+        most = device.info.limits["maxStorageBufferRange"]
+        if chunk_size > most:
+            return False
+        for buf, offset, nbytes, _ in copies:
+            if offset % 4 or offset + -(-nbytes // 4) * 4 > buf.size or buf.size > most:
+                return False
+        return True
+
+    def commands(self, chunk: int, dst: Buffer, base: int):
+        """The command buffer that copies this frame's inputs to byte ``base`` of chunk ``dst``
+        (recorded at the chunk's first use); call only when no earlier frame is in flight."""
+        self._base_word[0] = base // 4
+        held = self._chunks.get(chunk)
+        if held is None or held[0] is not dst:
+            if held is not None:
+                self._drop(held)
+            held = self._chunks[chunk] = (dst, *self._record(dst))
+        return held[1].handle
+
+    def _record(self, dst: Buffer) -> tuple:
+        pipeline = _pipeline(self.device)
+        sets = [pipeline.bind([self._base, args, buf, dst])
+                for (buf, _, _, _), args in zip(self.copies, self._args, strict=True)]
+        rec = Recorder(self.device)
+        rec.begin()
+        for s, (_, _, nbytes, _) in zip(sets, self.copies, strict=True):
+            rec.dispatch(s, *_groups(-(-nbytes // 4)))
+        rec.end()
+        return rec, sets
+
+    @staticmethod
+    def _drop(held: tuple) -> None:
+        _, rec, sets = held
+        rec.close()  # freed once the frames that ran it are done (deferred release)
+        for s in sets:
+            s.close()
+
+    def close(self) -> None:
+        for held in self._chunks.values():
+            self._drop(held)
+        self._chunks.clear()
+        for b in (self._base, *self._args):
+            b.close()
+        self._args = []
