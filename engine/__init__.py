@@ -12,7 +12,7 @@ from .commands import Recorder
 from .compute import ComputePipeline, DescriptorSet
 from .device import Device
 from .image import StorageImage
-from .instance import Instance, NoDeviceError, PhysicalDeviceInfo
+from .instance import Instance, NoDeviceError, PhysicalDeviceInfo, cpu_raster_threads
 from .memory import Buffer
 from .overlay import VERTEX_DTYPE, DrawCommand, DrawList, Overlay
 from .shaders import ShaderCompileError
@@ -40,6 +40,7 @@ __all__ = [
     "Texture",
     "TimelineSemaphore",
     "VulkanError",
+    "cpu_raster_threads",
     "default_device",
     "grid_rects",
 ]

@@ -18,6 +18,7 @@ device name (``llvmpipe``, ``nvidia``), or one of ``discrete``, ``integrated``,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -44,6 +45,28 @@ MTLHEAP_ENV = "MVK_CONFIG_USE_MTLHEAP"
 if sys.platform == "darwin":
     os.environ.setdefault(FAST_MATH_ENV, "0")
     os.environ.setdefault(MTLHEAP_ENV, "0")
+
+# lavapipe (llvmpipe) rasterises on LP_NUM_THREADS threads, one per core by default, read once
+# when an instance enumerates it. Beside a training loop on the same cores that doubles what a
+# frame takes from training (both cores for the frame's wall time) and stalls torch's parallel
+# regions; a live session makes its device with one (see cpu_raster_threads).
+LP_THREADS_ENV = "LP_NUM_THREADS"
+
+
+@contextlib.contextmanager
+def cpu_raster_threads(n: int):
+    """Instances made inside give a CPU Vulkan device (lavapipe) ``n`` rasteriser threads, unless
+    ``LP_NUM_THREADS`` is set (an explicit value wins). The environment is restored after, so
+    the setting reaches nothing else (subprocesses, the dashboard's device)."""
+    if LP_THREADS_ENV in os.environ:
+        yield
+        return
+    os.environ[LP_THREADS_ENV] = str(int(n))
+    try:
+        yield
+    finally:
+        os.environ.pop(LP_THREADS_ENV, None)
+
 
 _TYPE_NAMES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete",

@@ -6,6 +6,9 @@ independently by the simulation (the oracle); then one real short loop.
 """
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -287,3 +290,28 @@ def test_asking_due_counts_as_caliper_time(monkeypatch):
         before = s.budget.spent
         assert not s.due()
         assert s.budget.spent - before >= 0.003
+
+
+RASTER_PROBE = """
+import glob, os, sys
+import caliper_vk as cv
+s = cv.Session(window=False, size=(64, 48))
+if s.device.info.kind != "cpu":
+    print("not-cpu"); sys.exit()
+names = [open(p).read().strip() for p in glob.glob("/proc/self/task/*/comm")]
+print(sum(n.startswith("llvmpipe-") for n in names), os.environ.get("LP_NUM_THREADS", "unset"))
+s.close()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc")
+@pytest.mark.parametrize(("given", "threads"), [(None, "1"), ("2", "2")])
+def test_a_live_session_rasterises_on_one_cpu_thread_unless_told(given, threads):
+    env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
+    if given is not None:
+        env["LP_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", RASTER_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    if out == ["not-cpu"]:
+        pytest.skip("the device is not a CPU Vulkan device (lavapipe)")
+    assert out == [threads, given or "unset"], out  # and the session left the environment as it was

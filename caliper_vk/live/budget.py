@@ -46,6 +46,10 @@ import os
 import threading
 import time
 
+# On a CPU Vulkan device (lavapipe) a live session's frames rasterise on one thread (unless
+# LP_NUM_THREADS says otherwise): with one per core a frame took every core from training for its
+# wall time, twice what its timestamps (the budget's measure of it) said on 2 cores.
+TRAINING_RASTER_THREADS = 1
 DEFAULT_BUDGET = "auto"  # 5%, or what CALIPER_VK_BUDGET says (default_share)
 AUTO_SHARE = 0.05
 DEFAULT_MIN_FPS = 0.2  # a frame at least every 5 s: the budget rules up to 5 s x budget per frame

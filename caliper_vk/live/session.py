@@ -29,12 +29,12 @@ import numpy as np
 
 from .. import exporters
 from ..chrome import StatusBar
-from ..engine import Canvas, default_device
+from ..engine import Canvas, cpu_raster_threads, default_device
 from ..engine.window import display_available  # re-exported by caliper_vk.live
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
-from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
+from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, TRAINING_RASTER_THREADS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
 from .history import History, Rewind
 from .history import parse_budget as parse_history
@@ -116,13 +116,15 @@ class Session(Rewind):
             from ..engine.window import Window
 
             try:
-                self.window = Window(self.size, title, device=device)
+                with cpu_raster_threads(TRAINING_RASTER_THREADS):
+                    self.window = Window(self.size, title, device=device)
             except BaseException:
                 self.sinks.close()  # no server or half-written video left behind
                 raise
             self.device = self.window.device
         else:
-            self.device = device or default_device()
+            with cpu_raster_threads(TRAINING_RASTER_THREADS):  # when this makes the first device
+                self.device = device or default_device()
         self.pacing = Pacing(max_fps, self.window is not None, save_every, self.out_dir is not None)
         self.panels: list[Panel | HostPanel] = []
         self.status_bar = StatusBar()
