@@ -195,25 +195,40 @@ def child(loop: str, budget: float, pairs: int, block_s: float, warmup: int) -> 
     return out
 
 
-def measure(pairs: int = 6, block_s: float = 1.5, warmup: int = 20, log=print) -> dict:
-    res = {"pairs": pairs, "block_s": block_s, "warmup": warmup, "load_before": os.getloadavg()[0],
-           "loops": {}}
+def _pool(runs: list[dict]) -> dict:
+    """One figure from several processes' blocks: the step times pooled (weighted by steps), the
+    frames and held steps added up, each process's own overhead kept beside."""
+    steps = {k: sum(r["steps"][k] for r in runs) for k in ("plain", "caliper")}
+    out = {k: sum(r[k] * r["steps"][k] for r in runs) / steps[k] for k in ("plain", "caliper")}
+    out.update(steps=steps, frames=sum(r["frames"] for r in runs), held=sum(r["held"] for r in runs),
+               measured=float(np.mean([r["measured"] or 0.0 for r in runs])), status=runs[-1]["status"],
+               per_process=[r["caliper"] / r["plain"] - 1 for r in runs])
+    out["overhead"] = out["caliper"] / out["plain"] - 1
+    return out
+
+
+def measure(pairs: int = 6, block_s: float = 1.5, warmup: int = 20, log=print, processes: int = 2) -> dict:
+    res = {"pairs": pairs, "block_s": block_s, "warmup": warmup, "processes": processes,
+           "load_before": os.getloadavg()[0], "loops": {}}
     for loop in LOOPS:
         res["loops"][loop] = {}
         for budget in BUDGETS:
             cmd = [sys.executable, __file__, "--child", loop, "--budget", str(budget), "--pairs", str(pairs),
                    "--block", str(block_s), "--warmup", str(warmup)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
-                                  env={**os.environ, "CALIPER_VK_VALIDATION": "0"})
-            if proc.returncode != 0:
-                r = {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-            else:
-                r = json.loads(proc.stdout.strip().splitlines()[-1])
-                r["overhead"] = r["caliper"] / r["plain"] - 1
+            runs, error = [], None
+            for _ in range(processes):  # a process's plain steps differ from the next one's
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
+                                      env={**os.environ, "CALIPER_VK_VALIDATION": "0"})
+                if proc.returncode != 0:
+                    error = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+                    break
+                runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            r = {"error": error} if error else _pool(runs)
             res["loops"][loop][str(budget)] = r
-            log(f"{loop} budget {budget:.0%}: " + (f"overhead {100 * r['overhead']:+.1f}%, Caliper's own "
-                f"measure {100 * (r['measured'] or 0):.1f}%, {r['frames']} frames in {r['steps']['caliper']} "
-                f"steps" if "overhead" in r else r["error"]))
+            log(f"{loop} budget {budget:.0%}: " + (f"overhead {100 * r['overhead']:+.1f}% (processes: "
+                + ", ".join(f"{100 * o:+.1f}%" for o in r["per_process"]) + f"), Caliper's own measure "
+                f"{100 * r['measured']:.1f}%, {r['frames']} frames in {r['steps']['caliper']} steps"
+                if "overhead" in r else r["error"]))
     res["load_after"] = os.getloadavg()[0]
     return res
 
@@ -229,11 +244,13 @@ def lines(res: dict) -> list[str]:
     if not res.get("loops"):
         return [*out, "Not measured.", ""]
     out += [
-        "`Session(budget=B)` against the same loop without Caliper, in one process per loop and budget: "
+        "`Session(budget=B)` against the same loop without Caliper, in "
+        f"{res.get('processes', 1)} fresh process(es) per loop and budget, each running "
         f"{res['pairs']} alternating pairs of {res['block_s']:g}-second blocks (plain, then with Caliper: "
         f"`due()`, the probe and writes when a frame is due, `step()` every step) after {res['warmup']} "
         "warm-up steps with Caliper (bench/overhead.py). Overhead: mean step time with Caliper over the mean "
-        "without, minus one. Caliper's own measure is the share `status()` shows (the training thread's "
+        "without (the processes' steps pooled), minus one; each process's own figure in brackets. "
+        "Caliper's own measure is the share `status()` shows (the training thread's "
         "time in Caliper). 1-minute load average before the runs "
         f"{res['load_before']:.2f}, after {res['load_after']:.2f}"
         + (f"; measured {res['measured']}" if res.get("measured") else "") + ".",
@@ -251,7 +268,9 @@ def lines(res: dict) -> list[str]:
                 continue
             ok = r["overhead"] <= b + 0.01
             out.append(f"| {LOOP_NAMES.get(loop, loop)} | {b:.0%} | {1e3 * r['plain']:.2f} | "
-                       f"{1e3 * r['caliper']:.2f} | {100 * r['overhead']:+.1f}% | "
+                       f"{1e3 * r['caliper']:.2f} | {100 * r['overhead']:+.1f}%"
+                       + (" (" + ", ".join(f"{100 * o:+.1f}%" for o in r["per_process"]) + ")"
+                          if r.get("per_process") else "") + " | "
                        f"{100 * (r['measured'] or 0):.1f}% | {r['frames']} ({r['steps']['caliper']}) | "
                        f"{'yes' if ok else 'no'} |")
     out += ["", "Caliper's own measure counts the training thread's time in Caliper (`due()`, writes, "
