@@ -37,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import chrome, colormaps
-from ..engine import ComputePipeline, shaders
+from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
@@ -383,16 +383,10 @@ class PointCloud(ViewBase):
         return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
     def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
-        """The built-in pipeline ``name`` specialised to ``spec`` (made once per device)."""
-        key = ("pipeline", name, spec)
-        p = self.device.cache.get(key)
-        if p is None or p.handle is None:
-            dtype, size, mode, dim = spec
-            p = ComputePipeline(self.device, shaders.load(name), bindings, name=name,
-                                specialization=PC.specialize(SPEC_DTYPE=dtype, SPEC_SIZE=size,
-                                                             SPEC_MODE=mode, SPEC_DIM=dim))
-            self.device.cache[key] = p
-        return p
+        """The built-in pipeline ``name`` specialised to ``spec`` (:meth:`_spec`)."""
+        dtype, size, mode, dim = spec
+        return pipeline(self.device, name, bindings, PC.specialize(SPEC_DTYPE=dtype, SPEC_SIZE=size,
+                                                                   SPEC_MODE=mode, SPEC_DIM=dim))
 
     def record_reads(self, rec) -> None:
         """Depth clear and splat, and the per-point colour pass: the passes that read the
