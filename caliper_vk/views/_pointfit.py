@@ -25,8 +25,10 @@ FIT_BLOCK = 1 << 15  # points per block of the distance screen (its temporaries:
 FIT_TILE = 256  # the screen subtracts the centre repeated this many times: a contiguous inner loop
 # A live cloud of up to this many bytes keeps a copy of the bytes it was last fitted to: a frame
 # whose positions did not change (a redraw, a paused producer) reuses the fit after one memcmp
-# (2 us for 2,000 points) instead of the fit's dozen numpy passes (30 us).
-FIT_SNAPSHOT_MAX = 1 << 24
+# (2 us for 2,000 points) instead of the fit's dozen numpy passes (30 us). The check copies the
+# bytes on the training thread every frame, so it stops at 1 MiB (87k 3-D points): a larger
+# cloud's copy and compare would cost as much as the blocked fit they could save.
+FIT_SNAPSHOT_MAX = 1 << 20
 
 
 def snapshot(source) -> tuple | None:
