@@ -250,9 +250,21 @@ class Device:
             return serial <= self._completed
 
     def wait(self, serial: int | None = None, timeout_ns: int = UINT64_MAX) -> None:
-        """Block until submission ``serial`` (default: the newest) has finished."""
+        """Block until submission ``serial`` has finished; by default, until the queue is idle.
+
+        Waiting for everything asks the queue, not the fences this object tracks: a
+        Ctrl-C between ``vkQueueSubmit`` and the lines that record its fence (Python raises
+        ``KeyboardInterrupt`` as the call returns) leaves work in flight that no fence here
+        names, and whatever is destroyed next (a session closing) would still be in use.
+        """
+        if serial is None:
+            with self._lock:  # the queue is externally synchronised: no submit meanwhile
+                result = vk.lib.vkQueueWaitIdle(self.queue)
+            if result != vk.VK_SUCCESS:
+                raise vk.exception_codes[result]
+            self.collect()
+            return
         with self._lock:
-            serial = self._serial if serial is None else serial
             fences = [f for s, f in self._inflight if s <= serial]
         if fences:
             vk.vkWaitForFences(self.handle, len(fences), fences, vk.VK_TRUE, timeout_ns)

@@ -216,8 +216,8 @@ class Session(Rewind):
         self._layout()
 
     def _wait_idle(self) -> None:
+        self.device.wait()  # always: a Ctrl-C mid-submit leaves a frame that _inflight misses
         if self._inflight:
-            self.device.wait()
             self._collect()
 
     def _layout(self) -> None:
