@@ -15,7 +15,7 @@ import vulkan as vk
 from ._vk import new
 from .device import Device
 from .limits import check_image
-from .memory import DEVICE_LOCAL
+from .memory import DEVICE_LOCAL, HOST_CACHED, HOST_VISIBLE
 
 RGBA8_UINT = vk.VK_FORMAT_R8G8B8A8_UINT
 
@@ -61,21 +61,25 @@ class StorageImage:
         self.close()
 
 
-def create_image(device: Device, width: int, height: int, fmt: int, usage: int, flags: int = 0):
+def create_image(device: Device, width: int, height: int, fmt: int, usage: int, flags: int = 0,
+                 linear: bool = False):
     """A 2-D optimal-tiling image in its own device-local memory, counted in the device's
     memory statistics: ``(image, memory, allocated bytes)``. The caller destroys all three
-    (and calls ``device.account(-allocated)``)."""
+    (and calls ``device.account(-allocated)``). ``linear``: linear tiling in host-visible
+    memory instead, so the host can read it in place (see ``vkGetImageSubresourceLayout``)."""
     check_image(device.info, int(width), int(height))
     dev = device.handle
     handle = vk.vkCreateImage(dev, new(
         "VkImageCreateInfo", flags=flags, imageType=vk.VK_IMAGE_TYPE_2D, format=fmt,
         extent=new("VkExtent3D", width=int(width), height=int(height), depth=1), mipLevels=1,
-        arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
+        arrayLayers=1, samples=vk.VK_SAMPLE_COUNT_1_BIT,
+        tiling=vk.VK_IMAGE_TILING_LINEAR if linear else vk.VK_IMAGE_TILING_OPTIMAL, usage=usage,
         sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED), None)
     req = vk.vkGetImageMemoryRequirements(dev, handle)
+    want = (HOST_VISIBLE | HOST_CACHED, HOST_VISIBLE) if linear else (DEVICE_LOCAL, None)
     memory = vk.vkAllocateMemory(dev, new(
         "VkMemoryAllocateInfo", allocationSize=req.size,
-        memoryTypeIndex=device.memory_type(req.memoryTypeBits, DEVICE_LOCAL)), None)
+        memoryTypeIndex=device.memory_type(req.memoryTypeBits, *want)), None)
     vk.vkBindImageMemory(dev, handle, memory, 0)
     device.account(int(req.size))
     return handle, memory, int(req.size)

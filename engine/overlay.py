@@ -20,8 +20,9 @@ A frame has two steps:
     submits it (never waits for it), preceded by one transfer command buffer
     with every upload queued on the textures it draws
     (:func:`~.texture.record_uploads`) and followed, when asked, by a copy to
-    a host-cached readback buffer and by ``extra`` command buffers (a window's
-    presentation). Submitting again without drawing shows the same frame.
+    a host-cached readback buffer (on a CPU device the host reads the target
+    in place instead: :mod:`.overlay_target`) and by ``extra`` command buffers
+    (a window's presentation). Submitting again without drawing shows the same frame.
 
 The target (:attr:`Overlay.image`) is an ``R8G8B8A8_UNORM`` colour attachment
 created with ``MUTABLE_FORMAT`` and a second, ``R8G8B8A8_UINT`` view: after
@@ -50,9 +51,10 @@ from ._vk import ffi, new
 from .canvas import default_device
 from .commands import Recorder
 from .device import Device
-from .graphics import TARGET_FORMAT, VERTEX_DTYPE, overlay_pipeline
-from .image import RGBA8_UINT, create_image, create_view, write_png
+from .graphics import VERTEX_DTYPE, overlay_pipeline
+from .image import write_png
 from .memory import Buffer
+from .overlay_target import OverlayTarget, record_host_read
 from .retained import Retain, RetainedRegions, clear_outside, scissor
 from .texture import Texture, record_links, record_uploads
 
@@ -114,50 +116,6 @@ class _Slot:
         self.textures = ()
 
 
-class OverlayTarget:
-    """The overlay's colour attachment, also viewable as an ``R8G8B8A8_UINT`` storage image.
-
-    Attributes used by the rest of the engine, as on a
-    :class:`~.image.StorageImage`: ``handle``, ``view`` (the ``UINT`` view),
-    ``width``, ``height``, ``layout``. Owned by its :class:`Overlay`.
-    """
-
-    def __init__(self, device: Device, render_pass, width: int, height: int):
-        self.device = device
-        self.width, self.height = int(width), int(height)
-        self.format = TARGET_FORMAT
-        dev = device.handle
-        self.handle, self.memory, self._allocated = create_image(
-            device, self.width, self.height, TARGET_FORMAT,
-            vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT
-            | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT,
-            flags=vk.VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT)
-        self.attachment_view = create_view(device, self.handle, TARGET_FORMAT)
-        self.view = create_view(device, self.handle, RGBA8_UINT)
-        self.framebuffer = vk.vkCreateFramebuffer(dev, new(
-            "VkFramebufferCreateInfo", renderPass=render_pass, attachmentCount=1,
-            pAttachments=[self.attachment_view], width=self.width, height=self.height, layers=1), None)
-        self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
-
-    def close(self) -> None:
-        if getattr(self, "handle", None) is None:
-            return
-        objects = (self.handle, self.memory, self.attachment_view, self.view, self.framebuffer)
-        self.handle = self.memory = self.view = self.attachment_view = self.framebuffer = None
-        dev, device, size = self.device.handle, self.device, self._allocated
-
-        def destroy():
-            handle, memory, attachment_view, view, framebuffer = objects
-            vk.vkDestroyFramebuffer(dev, framebuffer, None)
-            vk.vkDestroyImageView(dev, view, None)
-            vk.vkDestroyImageView(dev, attachment_view, None)
-            vk.vkDestroyImage(dev, handle, None)
-            vk.vkFreeMemory(dev, memory, None)
-            device.account(-size)
-
-        self.device.retire(destroy)
-
-
 class Overlay:
     """An offscreen RGBA8 target of ``width x height`` pixels for 2-D triangle lists. States: live → closed.
 
@@ -212,15 +170,20 @@ class Overlay:
         if self.image is not None:
             self.device.wait()
             self.image.close()
-            self._readback.close()
+            if self._readback is not None:
+                self._readback.close()
         self.width, self.height = width, height
         self._passes.clear()
         self.retained.close()  # a new target holds none of the kept regions
         self.image = OverlayTarget(self.device, self.pipeline.render_pass, width, height)
-        self._readback = Buffer(self.device, width * height * 4, readback=True)
         rec = self._readback_recorder.begin()
-        rec.copy_image_to_buffer(self.image, self._readback)  # the render pass made the writes visible
-        rec.host_barrier()
+        if self.image.host is None:
+            self._readback = Buffer(self.device, width * height * 4, readback=True)
+            rec.copy_image_to_buffer(self.image, self._readback)  # the render pass made the writes visible
+            rec.host_barrier()
+        else:  # a CPU device: the host reads the target itself (overlay_target.py)
+            self._readback = None
+            record_host_read(rec.handle)
         rec.end()
         self._current = None
         self.read_back_serial = None
@@ -428,10 +391,13 @@ class Overlay:
 
     def pixels(self, copy: bool = True) -> np.ndarray:
         """A copy of the last frame read back (undefined before the first :meth:`render`).
-        ``copy=False``: a read-only view of the readback buffer instead (13 MB less to copy at
-        2400x1400), valid until the next frame is submitted or the overlay resized or closed:
-        for a caller that consumes it at once (writes a PNG)."""
+        ``copy=False``: a read-only view of the readback buffer (on a CPU device, of the target
+        itself) instead (13 MB less to copy at 2400x1400), valid until the next frame is
+        submitted or the overlay resized or closed: for a caller that consumes it at once
+        (writes a PNG)."""
         self._check_live()
+        if self._readback is None:
+            return self.image.host.copy() if copy else self.image.host
         view = self._readback.view(np.uint8, self.width * self.height * 4).reshape(self.height, self.width, 4)
         if copy:
             return view.copy()
@@ -455,7 +421,8 @@ class Overlay:
             slot.close()
         self.retained.close()
         self._readback_recorder.close()
-        self._readback.close()
+        if self._readback is not None:
+            self._readback.close()
         self.image.close()
         self.image = None
         self._current = None

@@ -23,6 +23,12 @@ it is exact when, as the contract requires, **a retained list's static commands 
 pixels**: no list drawn after the first retained one and before this one draws under them
 (Dear ImGui child windows side by side satisfy it; a tooltip, drawn last, does not need to).
 Pixels then equal those of the plain frame byte for byte (the tests compare whole frames).
+
+A kept region is copied back in only where it may differ. The target keeps its pixels from
+frame to frame, so a region the last submitted frame held is still there except where that
+frame's second pass drew over it (a cursor line, a hover): the copy is the bounding box of
+that and of what this frame's second pass draws over it (so the same recording submitted
+again is exact too); any other region (new, moved, last held earlier) is copied whole.
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class _Kept:
         self.tag = None  # the caller's inputs that drew them, confirmed (see RetainedRegions.holds)
         self.last_tag = None  # the tag of the last submitted frame that drew or compared them
         self.fresh = True  # its layout is still UNDEFINED
+        self.held = None  # (commit, rect) of the last submitted frame that held it (RetainedRegions)
         self._regions: dict = {}  # (rect, kept) -> its VkImageCopy (into or out of the target)
 
     def region(self, kept: bool):
@@ -129,6 +136,10 @@ class RetainedRegions:
         self._barriers = None  # the copies' memory barriers, made on first use
         self.hits = self.misses = 0  # over the overlay's life (tests and benchmarks read them)
         self.reused = 0  # of the hits, the static parts not built at all (Retain.reuse)
+        self.kept_pixels = 0  # the kept regions' pixels, and of them those copied back into the
+        self.restored_pixels = 0  # target (the rest was still there: see plan's restore)
+        self._commits = 0  # submitted frames' plans
+        self._dirty = None  # what the last submitted frame drew over its regions (pixel rects)
 
     def holds(self, key, tag) -> bool:
         """Whether the pixels kept under ``key`` were drawn from ``tag`` and confirmed by a
@@ -138,11 +149,16 @@ class RetainedRegions:
         return entry is not None and entry.tag is not None and entry.tag == tag
 
     def plan(self, lists, geometry, transform, size, clear, index_size: int):
-        """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag)`` for a
-        retained one: its static commands are ``commands[:split]``, ``kept`` says whether its
+        """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag, restore)`` for
+        a retained one: its static commands are ``commands[:split]``, ``kept`` says whether its
         pixels are copied in (``signature`` None: reused, see :class:`Retain`). Lists whose
         static part cannot be kept this frame (a linked texture, which changes without a
-        version) are drawn whole."""
+        version) are drawn whole.
+
+        ``restore`` (kept regions): the pixel rectangle copied back in, or None for none. The
+        target still holds a region the last submitted frame held, except where that frame
+        drew over it (its cursor line, a hover): only that part, and the part this frame draws
+        over (so that submitting it again is exact), is copied back; else the whole region."""
         out, seen = [], set()
         for d, (v, i) in zip(lists, geometry, strict=True):
             r = getattr(d, "retain", None)
@@ -173,14 +189,42 @@ class RetainedRegions:
             out.append((r.commands, entry, sig, kept, r.tag))
         for key in [k for k in self._kept if k not in seen]:  # a region no longer drawn
             self._kept.pop(key).close()
-        return out if any(p is not None for p in out) else None
+        if all(p is None for p in out):
+            return None
+        first = next(n for n, p in enumerate(out) if p is not None)
+        plan = _Plan(out)
+        plan.dirty = _drawn_over(lists, geometry, out, first, transform, size, index_size)
+        for n, p in enumerate(plan):
+            if p is not None:
+                plan[n] = (*p, self._restore(p[1], plan.dirty) if p[3] else None)
+        return plan
+
+    def _restore(self, entry, dirty):
+        """What of a kept region must be copied back in: all of it unless the last submitted
+        frame held it (then the bounding box of what that frame and this one draw over it)."""
+        if entry.held != (self._commits, entry.rect) or self._dirty is None:
+            return entry.rect
+        x, y, w, h = entry.rect
+        x0, y0, x1, y1 = x + w, y + h, x, y
+        for dx, dy, dw, dh in itertools.chain(self._dirty, dirty):
+            ax, ay, bx, by = max(x, dx), max(y, dy), min(x + w, dx + dw), min(y + h, dy + dh)
+            if ax < bx and ay < by:
+                x0, y0, x1, y1 = min(x0, ax), min(y0, ay), max(x1, bx), max(y1, by)
+        return (x0, y0, x1 - x0, y1 - y0) if x0 < x1 else None
 
     def commit(self, plan) -> None:
         """The frame recorded with ``plan`` was submitted: its new regions are kept."""
+        self._commits += 1
+        self._dirty = getattr(plan, "dirty", None)
         for p in plan or ():
             if p is None:
                 continue
-            _, entry, sig, kept, tag = p
+            _, entry, sig, kept, tag, restore = p
+            entry.held = (self._commits, entry.rect)
+            if kept:
+                self.kept_pixels += entry.rect[2] * entry.rect[3]
+            if restore is not None:
+                self.restored_pixels += restore[2] * restore[3]
             self.hits += kept
             self.misses += not kept
             if sig is None:  # reused: its pixels and tag stay
@@ -222,9 +266,14 @@ class RetainedRegions:
         for p in plan:
             if p is None:
                 continue
-            entry, kept = p[1], p[3]
-            src, dst = (entry.handle, target.handle) if kept else (target.handle, entry.handle)
-            lib.vkCmdCopyImage(cb, src, _GENERAL, dst, _GENERAL, 1, entry.region(kept))
+            entry, kept, restore = p[1], p[3], p[5]
+            if not kept:
+                lib.vkCmdCopyImage(cb, target.handle, _GENERAL, entry.handle, _GENERAL, 1, entry.region(False))
+            elif restore == entry.rect:
+                lib.vkCmdCopyImage(cb, entry.handle, _GENERAL, target.handle, _GENERAL, 1, entry.region(True))
+            elif restore is not None:
+                lib.vkCmdCopyImage(cb, entry.handle, _GENERAL, target.handle, _GENERAL, 1,
+                                   _part(entry.rect, restore))
         lib.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                  vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, ffi.NULL, 0,
                                  ffi.NULL)
@@ -323,3 +372,56 @@ def _layers():
 def _range():
     return new("VkImageSubresourceRange", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0,
                levelCount=1, baseArrayLayer=0, layerCount=1)
+
+
+class _Plan(list):
+    """A frame's plan (see :meth:`RetainedRegions.plan`) and ``dirty``: the pixel rectangles its
+    second pass draws into."""
+
+    dirty: list
+
+
+def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) -> list:
+    """The pixel rectangles the second pass draws into, one per list (the union of its drawn
+    commands' scissors, cut to the bounding box of the vertices they use, a pixel wider on
+    each side), as ``(x, y, w, h)``: what a kept region has drawn over it this frame."""
+    from .graphics import VERTEX_DTYPE
+
+    ox, oy, fx, fy = transform
+    width, height = size
+    itype = np.uint16 if index_size == 2 else np.uint32
+    out = []
+    for n in range(first, len(lists)):
+        d, (v, i), p = lists[n], geometry[n], plan[n]
+        commands = [c for c in (d.commands if p is None else d.commands[p[0]:]) if c.index_count > 0]
+        rects = [r for r in (scissor(c.clip, transform, width, height) for c in commands) if r is not None]
+        if not rects or not v.size:
+            continue
+        position = v.view(VERTEX_DTYPE)["position"]
+        if p is not None:  # a retained list's dynamic part: the vertices its indices name
+            index = i.view(itype)
+            used = np.concatenate([index[c.index_offset:c.index_offset + c.index_count].astype(np.int64)
+                                   + c.vertex_offset for c in commands])
+            position = position[used[used < len(position)]]  # (a bad index is draw()'s to report)
+            if not len(position):
+                continue
+        lo, hi = position.min(0), position.max(0)
+        x0 = max(min(r[0] for r in rects), math.floor((lo[0] - ox) * fx) - 1)
+        y0 = max(min(r[1] for r in rects), math.floor((lo[1] - oy) * fy) - 1)
+        x1 = min(max(r[0] + r[2] for r in rects), math.ceil((hi[0] - ox) * fx) + 1)
+        y1 = min(max(r[1] + r[3] for r in rects), math.ceil((hi[1] - oy) * fy) + 1)
+        if x0 < x1 and y0 < y1:
+            out.append((x0, y0, x1 - x0, y1 - y0))
+    return out
+
+
+def _part(rect, part):
+    """The ``VkImageCopy`` of ``part`` (target pixels) of a kept region at ``rect`` back into the
+    target (made per frame: the part moves with the cursor)."""
+    copy = ffi.new("VkImageCopy*")
+    for layers in (copy.srcSubresource, copy.dstSubresource):
+        layers.aspectMask, layers.layerCount = vk.VK_IMAGE_ASPECT_COLOR_BIT, 1
+    copy.srcOffset.x, copy.srcOffset.y = part[0] - rect[0], part[1] - rect[1]
+    copy.dstOffset.x, copy.dstOffset.y = part[0], part[1]
+    copy.extent.width, copy.extent.height, copy.extent.depth = part[2], part[3], 1
+    return copy

@@ -278,3 +278,33 @@ def test_window_shows_the_frame(tmp_path, artifacts):
                 assert_same_image(rgb, frame, artifacts)
         finally:
             window.close()
+
+
+def test_a_cpu_devices_target_is_read_in_place_and_equals_the_readback_copy(monkeypatch):
+    """On lavapipe the overlay's target is linear host memory read in place (no 13 MB copy per
+    frame); the same frame through the readback buffer (as on a GPU) is byte for byte the same,
+    and a width whose rows are not tightly packed falls back to the copy."""
+    from caliper_vk.engine import overlay_target
+
+    def draw(size):
+        with ImGuiRenderer(size=size) as ui:
+            steps = np.arange(40.0)
+            tex = ui.add_texture(np.arange(64, dtype=np.uint8).reshape(4, 4, 4) * 4)
+            rgba = frames(ui, dashboard(tex, steps, np.cos(steps / 6)), n=2)
+            ov = ui.overlay
+            assert (ov.image.host is None) == (ov._readback is not None)  # one or the other
+            return rgba, ov.image.host is not None, ov.device
+
+    in_place, host, device = draw((320, 240))
+    assert host == (device.info.kind == "cpu" and not device.info.profile)  # lavapipe: True
+    monkeypatch.setattr(overlay_target, "_linear_allowed", lambda *a: False)
+    copied, host, _ = draw((320, 240))
+    assert not host
+    assert np.array_equal(in_place, copied)
+    assert len(np.unique(in_place.reshape(-1, 4), axis=0)) > 20  # a drawn frame, not a blank one
+    monkeypatch.undo()
+    with Overlay(333, 77, clear=(9, 8, 7, 255)) as ov:  # lavapipe pads 333-pixel rows
+        assert (ov.image.host is None) == (ov._readback is not None)
+        assert (ov.render() == (9, 8, 7, 255)).all()
+        ov.resize(64, 32)
+        assert (ov.render(copy=False) == (9, 8, 7, 255)).all()
