@@ -348,9 +348,20 @@ class ArrayPanels:
         # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
         # wide as three-digit counts need, when there is room (the view writes them when they fit)
         share = 0.6 * imgui.get_content_region_avail().x / max(1, len(framed)) - 8
-        for k, run, f, text in framed:
+        widths = [int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share))) for _, _, f, _ in framed]
+        # The plot is drawn first, beside where the matrices go: its lines span every frame and
+        # stay the same as the cursor moves, so with the title they are the panel's static part
+        # (kept, engine/retained.py); the matrices at the cursor and the cursor line are drawn
+        # over them (each cursor move re-rasterised thousands of line triangles before)
+        row = imgui.get_cursor_pos()
+        spacing = imgui.get_style().item_spacing.x
+        imgui.set_cursor_pos(imgui.ImVec2(row.x + sum(w + spacing for w in widths), row.y))
+        at = self._recall_precision_plot(key, index)
+        if self.RETAIN:
+            self.ui.retain(("panel", index))
+        imgui.set_cursor_pos(row)
+        for (k, run, f, text), w in zip(framed, widths, strict=True):
             imgui.begin_group()
-            w = int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share)))
             imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + w)
             imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
             imgui.pop_text_wrap_pos()
@@ -359,25 +370,34 @@ class ArrayPanels:
             imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
             imgui.same_line()
+        if at is not None:
+            self._cursor_strokes(at)
+
+    def _recall_precision_plot(self, key: str, index: int):
+        """Recall and precision of every class over every frame; returns where its cursor line
+        goes (drawn later, over the panel's static part), or None when the plot is not shown."""
         steps_axis = model.AXIS_LABELS[self.axis]
         # one line per class and run: a legend of them all would cover the plot; the colours are
         # the classes' (as in the matrix's order), and the axis label says which line is which
-        if self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
-            implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
-            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
-            for run in self.runs:
-                rp = ("recall/precision", id(run), key)  # over every frame: once per run shown
-                if rp not in self._cache:
-                    self._cache[rp] = run.recall_precision(key)
-                steps, recall, precision, names = self._cache[rp]
-                if not len(steps):
-                    continue
-                x = run.coordinate(self.axis, steps)
-                recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
-                for c, name in enumerate(names):
-                    rgb = PALETTE[c % len(PALETTE)]
-                    suffix = "" if len(self.runs) == 1 else f" · {run.name}"
-                    implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
-                    implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
-            self._cursor_line(2000 + index)
-            self._end_plot()
+        if not self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
+            return None
+        implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
+        implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
+        for run in self.runs:
+            rp = ("recall/precision", id(run), key)  # over every frame: once per run shown
+            if rp not in self._cache:
+                self._cache[rp] = run.recall_precision(key)
+            steps, recall, precision, names = self._cache[rp]
+            if not len(steps):
+                continue
+            x = run.coordinate(self.axis, steps)
+            recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
+            for c, name in enumerate(names):
+                rgb = PALETTE[c % len(PALETTE)]
+                suffix = "" if len(self.runs) == 1 else f" · {run.name}"
+                implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
+                implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
+        self._cursor_line(2000 + index, deferred=True)
+        self._end_plot()
+        at, self._cursor_at, self._cursor_axis = self._cursor_at, None, None
+        return at
