@@ -54,7 +54,7 @@ HISTS = ("weights/fc1.weight", "weights/fc2.weight", "weights/fc3.weight")
 
 def make_run(path) -> dict:
     """Write the benchmark run's ``run.json`` into ``path``; returns its size and the time it took."""
-    from caliper_vk.record.run import ArrayFrame, ConfusionFrame, HistFrame, Run, Series
+    from caliper_vk.record.run import RUN_SCHEMA, ArrayFrame, ConfusionFrame, HistFrame, Run, Series
 
     t0 = time.perf_counter()
     path = Path(path)
@@ -109,7 +109,7 @@ def make_run(path) -> dict:
     out = run.save(path / "run.json")
     sidecar = sum(p.stat().st_size for p in path.glob("run-*.bin"))
     return {"run_json_bytes": out.stat().st_size, "sidecar_bytes": sidecar, "write_s": time.perf_counter() - t0,
-            "panels": 20, "dense_points": STEPS * len(DENSE)}
+            "panels": 20, "dense_points": STEPS * len(DENSE), "schema": RUN_SCHEMA}
 
 
 def _rss_mb() -> float:

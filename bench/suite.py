@@ -349,8 +349,9 @@ def dashboard_lines(d: dict) -> list[str]:
     run, op, cur = d.get("run", {}), d.get("open", {}), d.get("cursor", {})
     if "error" in run or not run:
         return [*lines, f"Not measured: {run.get('error', 'no figures')}", ""]
-    size = (f"`run.json` {run['run_json_bytes'] / 1e6:.1f} MB of metadata and its memory-mapped sidecar "
-            f"{run['sidecar_bytes'] / 1e6:.0f} MB (schema caliper-run/2)" if "sidecar_bytes" in run else
+    schema = run.get("schema", "caliper-run/2")
+    size = (f"`run.json` {run['run_json_bytes'] / 1e3:.0f} kB of metadata and its memory-mapped sidecar "
+            f"{run['sidecar_bytes'] / 1e6:.0f} MB (schema {schema})" if "sidecar_bytes" in run else
             f"`run.json` {run['run_json_bytes'] / 1e6:.0f} MB")
     if d.get("measured"):
         m = d.get("machine", {})

@@ -298,7 +298,7 @@ def test_run_json_round_trip_equals_the_log(tmp_path):
     f = b.arrays["features/1"][0]
     assert (f.module, f.example, f.array.shape) == ("1", "x[0:2]", (2, 12))
     doc = json.loads(path.read_text())
-    assert doc["schema"] == "caliper-run/2" and doc["status"] == "complete"
+    assert doc["schema"] == "caliper-run/3" and doc["status"] == "complete"
     sidecars = list(path.parent.glob("run-*.bin"))
     assert [p.name for p in sidecars] == [doc["data"]["file"]]  # one, named by the document
     assert not b.metrics["train/loss"].value.flags.owndata  # a view of the memory-mapped sidecar

@@ -3,7 +3,7 @@
 ``load_run(path)`` takes a run directory, a ``log.jsonl``, a ``run.json`` or a
 directory of TensorBoard event files. Reading never executes anything: JSON
 only, arrays as raw little-endian bytes of a whitelisted dtype — in a
-``run.json`` of schema ``caliper-run/2`` they live in a binary sidecar that is
+``run.json`` of schema ``caliper-run/3`` they live in a binary sidecar that is
 memory-mapped on open (pages are read when a column is first touched), in a
 ``caliper-run/1`` file and in the log they are base64. A record or entry
 that is malformed is skipped and described in ``run.problems`` (the rest of
@@ -242,6 +242,13 @@ class Run:
         def frames(items, enc):
             return {k: [enc(f) for f in v] for k, v in items.items()}
 
+        def histograms():
+            if schema in ("caliper-run/1", "caliper-run/2"):
+                return frames(self.histograms, hist)
+            from .histcols import to_columns  # caliper-run/3: each histogram's frames as columns
+
+            return {k: to_columns(v, encode_array) for k, v in self.histograms.items()}
+
         def hist(f: HistFrame):
             d = {"step": f.step, "counts": encode_array(f.counts), "below": f.below, "above": f.above,
                  "nan": f.nan, "inf": f.inf}
@@ -262,7 +269,7 @@ class Run:
                             "step": encode_array(s.step), "value": encode_array(s.value),
                             "placeholder_steps": [int(x) for x in s.step[s.placeholder]]}
                         for k, s in self.metrics.items()},
-            "histograms": frames(self.histograms, hist),
+            "histograms": histograms(),
             "arrays": frames(self.arrays, lambda f: {"step": f.step, "module": f.module, "example": f.example,
                                                       "kind": f.kind, "array": encode_array(f.array)}),
             "confusions": frames(self.confusions, lambda f: {"step": f.step, "classes": f.classes,
@@ -273,7 +280,7 @@ class Run:
         }
 
     def save(self, path) -> Path:
-        """Write ``run.json`` (schema ``caliper-run/2``) and its sidecar of arrays, atomically
+        """Write ``run.json`` (schema ``caliper-run/3``) and its sidecar of arrays, atomically
         (see :func:`caliper_vk.record.runfile.save_run`)."""
         from .runfile import save_run
 

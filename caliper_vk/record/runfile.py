@@ -21,17 +21,21 @@ import numpy as np
 from .mapped import map_file, release_pages
 from .log import Payload, RunFileError, decode_array, encode_array
 from .builder import _Builder, _same_steps, _text, run_from_log
+from .histcols import from_columns
 from .run import _EMPTY_F, _EMPTY_I, Run, Series
 
-RUN_SCHEMA = "caliper-run/2"  # what save_run writes: arrays in a memory-mapped sidecar
-READ_SCHEMAS = ("caliper-run/1", RUN_SCHEMA)  # what load_run reads (/1: arrays as base64 in the JSON)
+RUN_SCHEMA = "caliper-run/3"  # what save_run writes: arrays in a memory-mapped sidecar, histograms
+# as columns
+SIDECAR_SCHEMAS = ("caliper-run/2", RUN_SCHEMA)  # the schemas whose arrays are in a sidecar
+READ_SCHEMAS = ("caliper-run/1", *SIDECAR_SCHEMAS)  # what load_run reads (/1: arrays as base64 in the
+# JSON; /2: a histogram's frames one object each)
 SIDECAR_MAGIC = b"caliper-run-data/1\n"
 SIDECAR_ALIGN = 64  # every array starts on a 64-byte boundary of the sidecar
 MAX_RUN_BYTES = 4 << 30
 
 
 def save_run(run: Run, path) -> Path:
-    """Write ``run.json`` (schema ``caliper-run/2``) and its sidecar of arrays, atomically.
+    """Write ``run.json`` (schema ``caliper-run/3``) and its sidecar of arrays, atomically.
 
     The arrays go to ``run-<token>.bin`` beside ``path`` (written, synced, then renamed into
     place), the document naming it goes to a temporary file renamed over ``path``, and only
@@ -138,7 +142,7 @@ def run_from_json(path) -> Run:
         raise RunFileError(f"{path}: nested too deeply to be a run file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise RunFileError(f"{path}: not JSON ({str(exc)[:100]})") from None
-    if isinstance(head, dict) and head.get("schema") == RUN_SCHEMA and "data" in head:
+    if isinstance(head, dict) and head.get("schema") in SIDECAR_SCHEMAS and "data" in head:
         refs.resolve(head, path)
         run = run_from_doc(head, path)
         release_pages(refs.mapped)  # the checks read the step columns: nothing stays resident
@@ -147,7 +151,7 @@ def run_from_json(path) -> Run:
 
 
 class _Refs:
-    """Sidecar references (``{"dtype", "shape", "at"}``) found while a ``caliper-run/2``
+    """Sidecar references (``{"dtype", "shape", "at"}``) found while a ``caliper-run/2`` or ``/3``
     document is parsed, given their bytes from the memory-mapped sidecar afterwards: each
     becomes an array object whose data is a view of the mapping (no copy, nothing read yet)."""
 
@@ -298,6 +302,14 @@ def run_from_doc(doc, path: Path) -> Run:
         if not isinstance(items, dict):
             raise RunFileError(f"{name}.{section}: expected an object of name: [frames]")
         for k, frames in items.items():
+            if section == "histograms" and isinstance(frames, dict):  # caliper-run/3: columns
+                try:
+                    hist = from_columns(frames, f"{name}.histograms[{k!r}]")
+                    if hist:  # (as a list of no frames: no histogram)
+                        run.histograms[k] = hist
+                except RunFileError as exc:
+                    run.problems.append(f"{exc}; histogram {k!r} is missing")
+                continue
             if not isinstance(frames, list):
                 run.problems.append(f"{name}.{section}[{k!r}]: expected a list of frames; missing")
                 continue

@@ -201,7 +201,7 @@ def test_fuzzed_logs_load_or_raise_run_file_error(tmp_path, records, cut):
     assert run.status in ("running", "complete", "nonfinite", "interrupted", "failed")
 
 
-# -- run.json (caliper-run/2) with its arrays in a memory-mapped sidecar ---------------------------
+# -- run.json (caliper-run/2 and /3) with its arrays in a memory-mapped sidecar ---------------------------
 def _fields(run) -> dict:
     """Everything a Run holds, as comparable plain values."""
     import dataclasses
@@ -261,7 +261,8 @@ def test_sidecar_run_equals_the_base64_run(tmp_path):
     value = new.metrics["train/loss"].value
     assert not value.flags.writeable and not value.flags.owndata  # a view of the mapping, not a copy
     doc = json.loads((tmp_path / "v2" / "run.json").read_text())
-    assert doc["schema"] == "caliper-run/2" and '"b64"' not in json.dumps(doc["metrics"])
+    assert doc["schema"] == RUN_SCHEMA and '"b64"' not in json.dumps(doc["metrics"])
+    assert isinstance(doc["histograms"]["w"], dict)  # caliper-run/3: a histogram's frames as columns
 
 
 def test_saving_again_replaces_the_sidecar(tmp_path):
@@ -303,7 +304,7 @@ def test_a_damaged_sidecar_is_named(tmp_path, damage, message):
        shape=st.one_of(st.lists(st.integers(0, 1 << 20), max_size=3), st.just("x")),
        dtype=st.sampled_from(["float64", "int64", "uint8", "complex128", "object"]),
        field=st.sampled_from(["progress.step", "metrics.train/loss.value", "arrays.a.0.array",
-                              "confusions.c.0.matrix"]))
+                              "confusions.c.0.matrix", "histograms.w.counts", "histograms.w.edges"]))
 def test_fuzzed_sidecar_references_load_or_raise_run_file_error(tmp_path, at, shape, dtype, field):
     """A reference that points outside the sidecar, has a strange shape or dtype, loads with the
     entry reported missing, or raises RunFileError; never anything else, never out of bounds.
@@ -329,3 +330,77 @@ def test_fuzzed_sidecar_references_load_or_raise_run_file_error(tmp_path, at, sh
              and 19 <= at and at + np.prod(shape, dtype=np.int64) * np.dtype(dtype).itemsize <= size)
     reported = any(p.startswith("run.json." + field.split(".")[0]) for p in run.problems)
     assert valid or reported, run.problems
+
+
+# -- caliper-run/3: a histogram's frames as columns ------------------------------------------------
+def _histogram_run():
+    """A run whose histograms have frames recorded out of order, bins that change between
+    frames, non-uniform edges and out-of-range counts."""
+    from caliper_vk.record.run import HistFrame, Run
+
+    run = Run(name="h", status="complete", ended=True)
+    rng = np.random.default_rng(5)
+    frames = []
+    for step in (30, 10, 20, 40):
+        bins = 4 if step < 25 else 6
+        edges = np.cumsum(rng.uniform(0.1, 1.0, bins + 1)) - 2.0
+        frames.append(HistFrame(step, edges, rng.integers(0, 50, bins), step % 3, step % 5, step % 2, 1))
+    run.histograms["w"] = frames
+    run.histograms["uniform"] = [HistFrame(s, np.linspace(-3, 3, 13), np.arange(12) + s)
+                                 for s in range(0, 500, 5)]
+    run.histograms["empty"] = []
+    return run
+
+
+def test_histogram_columns_round_trip_every_frame(tmp_path):
+    run = _histogram_run()
+    path = run.save(tmp_path / "run.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "caliper-run/3" and set(doc["histograms"]["w"]) == {
+        "step", "bins", "counts", "edges", "below", "above", "nan", "inf"}
+    back = load_run(path)
+    assert back.problems == []
+    want = type(run)(name="h", histograms={k: sorted(v, key=lambda f: f.step)
+                                           for k, v in run.histograms.items() if v})
+    assert _fields(back)["histograms"] == _fields(want)["histograms"]
+    assert [f.step for f in back.histograms["w"]] == [10, 20, 30, 40]  # sorted by step
+    assert [len(f.counts) for f in back.histograms["w"]] == [4, 4, 6, 6]
+    f = back.histograms["w"][2]
+    assert (f.below, f.above, f.nan, f.inf) == (0, 0, 0, 1)
+    assert not f.counts.flags.owndata  # a view of the memory-mapped sidecar, not a copy
+
+
+def test_a_caliper_run_2_file_with_frames_one_object_each_still_opens(tmp_path, monkeypatch):
+    from caliper_vk.record import runfile
+
+    run = _histogram_run()
+    monkeypatch.setattr(runfile, "RUN_SCHEMA", "caliper-run/2")
+    path = run.save(tmp_path / "run.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "caliper-run/2" and isinstance(doc["histograms"]["w"], list)
+    monkeypatch.undo()
+    (tmp_path / "v3").mkdir()
+    v3 = run.save(tmp_path / "v3" / "run.json")
+    assert _fields(load_run(path))["histograms"] == _fields(load_run(v3))["histograms"]
+
+
+@pytest.mark.parametrize("column, value, problem", [
+    ("bins", [4, 4, 6], "one bin count"),
+    ("bins", [4, 0, 6, 6], "one bin count"),
+    ("counts", [1, 2, 3], "values for 20 bins"),
+    ("counts", [-1] * 20, "non-negative integers"),
+    ("edges", [0.0] * 24, "finite and increasing"),
+    ("edges", [1.0] * 3, "bins + 1 per frame"),
+    ("step", [1, -2, 3, 4], "non-negative integers"),
+    ("below", [1, 2], "values for 4 frames"),
+    ("step", "x", "expected an array object"),
+])
+def test_bad_histogram_columns_leave_that_histogram_out_and_say_which_column(tmp_path, column, value, problem):
+    path = _histogram_run().save(tmp_path / "run.json")
+    doc = json.loads(path.read_text())
+    doc["histograms"]["w"][column] = value
+    path.write_text(json.dumps(doc))
+    run = load_run(path)
+    assert "w" not in run.histograms and len(run.histograms["uniform"]) == 100  # the rest loads
+    assert any(p.startswith(f"run.json.histograms['w'].{column}") and problem in p
+               and "histogram 'w' is missing" in p for p in run.problems), run.problems
