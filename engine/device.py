@@ -252,22 +252,22 @@ class Device:
     def wait(self, serial: int | None = None, timeout_ns: int = UINT64_MAX) -> None:
         """Block until submission ``serial`` has finished; by default, until the queue is idle.
 
-        Waiting for everything asks the queue, not the fences this object tracks: a
-        Ctrl-C between ``vkQueueSubmit`` and the lines that record its fence (Python raises
-        ``KeyboardInterrupt`` as the call returns) leaves work in flight that no fence here
-        names, and whatever is destroyed next (a session closing) would still be in use.
+        Waiting for everything ends by asking the queue, not only the fences this object
+        tracks: a Ctrl-C between ``vkQueueSubmit`` and the lines that record its fence (Python
+        raises ``KeyboardInterrupt`` as the call returns) leaves work in flight that no fence
+        here names, and whatever is destroyed next (a session closing) would still be in use.
+        The fences are waited for first, outside the lock (another thread may submit or
+        signal meanwhile), so the queue's own wait, under it, returns at once but for such work.
         """
+        with self._lock:
+            fences = [f for s, f in self._inflight if serial is None or s <= serial]
+        if fences:
+            vk.vkWaitForFences(self.handle, len(fences), fences, vk.VK_TRUE, timeout_ns)
         if serial is None:
             with self._lock:  # the queue is externally synchronised: no submit meanwhile
                 result = vk.lib.vkQueueWaitIdle(self.queue)
             if result != vk.VK_SUCCESS:
                 raise vk.exception_codes[result]
-            self.collect()
-            return
-        with self._lock:
-            fences = [f for s, f in self._inflight if s <= serial]
-        if fences:
-            vk.vkWaitForFences(self.handle, len(fences), fences, vk.VK_TRUE, timeout_ns)
         self.collect()
 
     def collect(self) -> None:
