@@ -337,3 +337,19 @@ def test_robust_percentiles_agree_with_numpy(n):
     v = np.random.default_rng(n).standard_normal(n) ** 3
     got = percentiles(v, (2.0, 98.0))
     assert np.allclose(got, np.percentile(v, [2.0, 98.0]), rtol=1e-12, atol=0)
+
+
+def test_a_narrow_plot_gets_a_few_round_compact_ticks():
+    """The confusion panel's recall/precision plot is ~160 px wide: ImPlot's own ticks of a
+    million-step axis ran into each other ("200000400000..."); it gets two or three round
+    values with short labels, inside the data's range."""
+    from caliper_vk.dashboard.arrays import sparse_ticks
+
+    assert sparse_ticks(99, 999_999) == [(250_000.0, "250k"), (500_000.0, "500k"), (750_000.0, "750k")]
+    assert sparse_ticks(0, 1000) == [(0.0, "0"), (500.0, "500"), (1000.0, "1k")]
+    assert sparse_ticks(0.0, 1.0) == [(0.0, "0"), (0.5, "0.5"), (1.0, "1")]
+    assert sparse_ticks(1000, 1003)[1] == (1002.0, "1002")  # "1.002k" is no shorter
+    for lo, hi in ((0, 7), (3, 3.5), (12, 2_000_000_000), (0.001, 0.0042)):
+        ticks = sparse_ticks(lo, hi)
+        assert 1 <= len(ticks) <= 3 and all(lo <= v <= hi and len(label) <= 5 for v, label in ticks), ticks
+    assert sparse_ticks(5, 5) == [] and sparse_ticks(0, float("nan")) == []

@@ -12,7 +12,7 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
-from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec
+from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, fitted_text
 
 
 class ArrayPanels:
@@ -138,16 +138,15 @@ class ArrayPanels:
         for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
-            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
+            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)))
             if f is not None:
-                imgui.same_line()
-                imgui.text(f"  outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
-                           + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
+                fitted_text(f"outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
+                            + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
         if self.hist_mode == "time":
             return self._histogram_time(panel, index)
         live = [run for run in self.runs
                 if run.histograms.get(key) and run.to_step(self.axis, self.cursor) is not None]
-        h = (PANEL_HEIGHT - 20 * len(self.runs)) // max(1, len(live))
+        h = (PANEL_HEIGHT - 2 * 20 * len(self.runs)) // max(1, len(live))  # under two lines a run
         for k, run in enumerate(self.runs):
             if run not in live:
                 continue
@@ -216,7 +215,7 @@ class ArrayPanels:
                 imgui.same_line()
             imgui.begin_group()
             f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
-            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
+            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)))
             if f is not None:
                 ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
                                               f"example {f.example}" if f.example else "",
@@ -379,18 +378,29 @@ class ArrayPanels:
         steps_axis = model.AXIS_LABELS[self.axis]
         # one line per class and run: a legend of them all would cover the plot; the colours are
         # the classes' (as in the matrix's order), and the axis label says which line is which
+        room = imgui.get_content_region_avail().x - 70  # the plot area, beside its y axis's labels
         if not self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
             return None
+        if imgui.calc_text_size(steps_axis).x > room:  # "step", not "step (optimizer updates)" cut off
+            steps_axis = steps_axis.split(" (")[0]
         implot.setup_axes(steps_axis, "recall — / precision - -", 0, 0)
         implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.05)
+        shown = []
         for run in self.runs:
             rp = ("recall/precision", id(run), key)  # over every frame: once per run shown
             if rp not in self._cache:
                 self._cache[rp] = run.recall_precision(key)
             steps, recall, precision, names = self._cache[rp]
-            if not len(steps):
-                continue
-            x = run.coordinate(self.axis, steps)
+            if len(steps):
+                shown.append((run, run.coordinate(self.axis, steps), recall, precision, names))
+        xs = [x[np.isfinite(x)] for _, x, *_ in shown]
+        xs = [x for x in xs if len(x)]
+        if xs:  # a narrow plot: a few round ticks, compactly labelled ("500k", not "500000")
+            ticks = sparse_ticks(min(float(x.min()) for x in xs), max(float(x.max()) for x in xs),
+                                 most=max(2, min(5, int(room // 55))))  # a label per 55 px at most
+            if ticks:
+                implot.setup_axis_ticks(implot.ImAxis_.x1, [t for t, _ in ticks], [label for _, label in ticks])
+        for run, x, recall, precision, names in shown:
             recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
             for c, name in enumerate(names):
                 rgb = PALETTE[c % len(PALETTE)]
@@ -401,3 +411,30 @@ class ArrayPanels:
         self._end_plot()
         at, self._cursor_at, self._cursor_axis = self._cursor_at, None, None
         return at
+
+
+def sparse_ticks(lo: float, hi: float, most: int = 3) -> list[tuple[float, str]]:
+    """Two to ``most`` round values in ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 times a power of ten;
+    one when no step gives two) with compact labels ("250k", "1M", "0.5"): for plots too narrow
+    for ImPlot's own ticks, whose full numbers run into each other."""
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        return []
+    e = int(np.floor(np.log10(hi - lo)))
+    single = None
+    for step in sorted(m * 10.0 ** k for k in range(e - 1, e + 2) for m in (1, 2, 2.5, 5)):
+        first = np.ceil(lo / step) * step
+        values = [float(first + k * step) for k in range(int(np.floor((hi - first) / step)) + 1)]
+        if 2 <= len(values) <= most:
+            return [(v, _compact(v)) for v in values]
+        if len(values) == 1 and single is None:
+            single = values
+    return [(v, _compact(v)) for v in single or []]
+
+
+def _compact(v: float) -> str:
+    """``v`` in at most a few characters: 250000 -> "250k", 1e6 -> "1M" (as written when shorter)."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            short = f"{v / scale:g}{suffix}"
+            return short if len(short) <= 5 else f"{v:g}"
+    return f"{v:g}"

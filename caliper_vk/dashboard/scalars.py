@@ -12,7 +12,7 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
-from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec
+from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec, fit_text, fitted_text
 
 
 class ScalarPanels:
@@ -24,7 +24,10 @@ class ScalarPanels:
             self._inputs = None
             return
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
-        imgui.text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""))
+        style = imgui.get_style()  # the title cut to leave the log toggle its room on the line
+        toggle = imgui.calc_text_size("log y").x + imgui.get_frame_height() + style.item_inner_spacing.x
+        fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""),
+                    reserve=toggle + style.item_spacing.x)
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
         if changed:
@@ -138,16 +141,7 @@ class ScalarPanels:
         defs = model.definitions(self.runs, panel)
         if not defs:
             return 0
-        line = "; ".join(defs)
-        avail = imgui.get_content_region_avail().x
-        shown = line
-        if imgui.calc_text_size(line).x > avail:
-            lo, hi = 0, len(line)
-            while lo < hi:  # the longest prefix that fits with its ellipsis
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if imgui.calc_text_size(line[:mid] + "…").x <= avail else (lo, mid - 1)
-            shown = line[:lo] + "…"
-        imgui.text_disabled(shown)
+        imgui.text_disabled(fit_text("; ".join(defs), imgui.get_content_region_avail().x))
         if imgui.is_item_hovered():
             imgui.set_tooltip("\n".join(defs))
         return 1

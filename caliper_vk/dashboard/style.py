@@ -44,3 +44,27 @@ def _implot_color(col, auto) -> int:
     """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
     v = implot.get_style().color_(col)
     return imgui.get_color_u32(auto) if v.w < 0 else imgui.get_color_u32(v)
+
+
+def fit_text(line: str, avail: float) -> str:
+    """``line``, or its longest prefix that fits ``avail`` pixels with an ellipsis ("…") after it
+    (the caller shows the whole line on hover)."""
+    if imgui.calc_text_size(line).x <= avail:
+        return line
+    lo, hi = 0, len(line)
+    while lo < hi:  # the longest prefix that fits with its ellipsis
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if imgui.calc_text_size(line[:mid] + "…").x <= avail else (lo, mid - 1)
+    return line[:lo] + "…"
+
+
+def fitted_text(line: str, color: imgui.ImVec4 | None = None, reserve: float = 0.0) -> None:
+    """One line of text that never runs past the panel: cut with "…" to the width left (less
+    ``reserve`` pixels for what follows it on the line), whole in a tooltip when cut."""
+    shown = fit_text(line, imgui.get_content_region_avail().x - reserve)
+    if color is None:
+        imgui.text(shown)
+    else:
+        imgui.text_colored(color, shown)
+    if shown != line and imgui.is_item_hovered():
+        imgui.set_tooltip(line)
