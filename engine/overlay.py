@@ -62,6 +62,11 @@ __all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay", "Retain"]
 
 _VERTEX_USAGE = vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT
 _INDEX_USAGE = vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT
+# On a CPU device (lavapipe) a render pass is one llvmpipe scene, which bins every triangle into
+# the tiles it touches before any is rasterised: its memory grows with the pass's triangles (a
+# dashboard's first frame, 55,000 of them, took about 14 MB more at its peak in one pass than in
+# passes of this many). A GPU keeps one pass: on a tiler every pass loads and stores the target.
+CPU_PASS_TRIANGLES = 8192
 _INDEX_TYPES = {2: vk.VK_INDEX_TYPE_UINT16, 4: vk.VK_INDEX_TYPE_UINT32}
 
 
@@ -246,10 +251,17 @@ class Overlay:
         self._begin_pass(rec, clear, load=bool(kept))
         if kept:
             clear_outside(rec.handle, clear, kept, self.width, self.height)
+        restart = None  # a CPU device's pass split every CPU_PASS_TRIANGLES (see there)
+        if self.device.info.kind == "cpu":
+            def restart():
+                vk.lib.vkCmdEndRenderPass(rec.handle)
+                self._begin_pass(rec, clear, load=True)
+                self._bind(rec, slot, dw, dh, ox, oy, index_size)
         if v_total and i_total:
             self._bind(rec, slot, dw, dh, ox, oy, index_size)
             self._record_commands(rec, lists, geometry, transform, index_size, lambda n, d: (
-                d.commands if n < first else () if plan[n] is None or plan[n][3] else d.commands[:plan[n][0]]))
+                d.commands if n < first else () if plan[n] is None or plan[n][3] else d.commands[:plan[n][0]]),
+                restart)
         vk.vkCmdEndRenderPass(rec.handle)
         if plan is not None:  # the kept regions copied in, then pass 2: everything else, in order
             self.retained.record_copies(rec.handle, self.image, plan)
@@ -257,7 +269,7 @@ class Overlay:
             if v_total and i_total:
                 self._bind(rec, slot, dw, dh, ox, oy, index_size)
                 self._record_commands(rec, lists, geometry, transform, index_size, lambda n, d: (
-                    () if n < first else d.commands if plan[n] is None else d.commands[plan[n][0]:]))
+                    () if n < first else d.commands if plan[n] is None else d.commands[plan[n][0]:]), restart)
             vk.vkCmdEndRenderPass(rec.handle)
         rec.end()
         slot.plan = plan
@@ -298,8 +310,12 @@ class Overlay:
         lib.vkCmdSetViewport(rec.handle, 0, 1, viewport)
         lib.vkCmdBindPipeline(rec.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, self.pipeline.handle)
 
-    def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int, pick) -> None:
+    def _record_commands(self, rec: Recorder, lists, geometry, transform, index_size: int, pick,
+                         restart=None) -> None:
+        """The draws ``pick(n, list)`` chooses, in order; ``restart()`` (when given) ends the render
+        pass and begins a loading one, bound again, after every CPU_PASS_TRIANGLES triangles."""
         w, h = self.width, self.height
+        triangles = 0
         sc, cb, layout = self._scissor, rec.handle, self.pipeline.layout
         lib, sets, bound = vk.lib, ffi.new("VkDescriptorSet[1]"), None  # the loader's entry points:
         # a command costs ~1 us there, ~15 us through the vulkan package's argument conversion
@@ -326,6 +342,10 @@ class Overlay:
                 sc.offset.x, sc.offset.y, sc.extent.width, sc.extent.height = rect
                 lib.vkCmdSetScissor(cb, 0, 1, sc)
                 lib.vkCmdDrawIndexed(cb, c.index_count, 1, i_base + c.index_offset, v_base + c.vertex_offset, 0)
+                triangles += c.index_count // 3
+                if restart is not None and triangles >= CPU_PASS_TRIANGLES:
+                    restart()
+                    triangles, bound = 0, None
             v_base += n_vertices
             i_base += n_indices
 

@@ -308,3 +308,40 @@ def test_a_cpu_devices_target_is_read_in_place_and_equals_the_readback_copy(monk
         assert (ov.render() == (9, 8, 7, 255)).all()
         ov.resize(64, 32)
         assert (ov.render(copy=False) == (9, 8, 7, 255)).all()
+
+
+def test_a_cpu_devices_passes_split_by_triangles_draw_the_same_pixels(monkeypatch):
+    """On a CPU device the overlay ends and resumes its render pass every CPU_PASS_TRIANGLES
+    triangles (llvmpipe's binning memory grows with a pass's triangles): the frame is the same,
+    byte for byte, as one pass, with overlapping blended triangles and texture changes across the
+    splits."""
+    from caliper_vk.engine import overlay as overlay_module
+
+    rng = np.random.default_rng(7)
+    n = 3000  # quads: 6000 triangles, blended over each other
+    xy = rng.uniform(0, 180, (n, 2)).astype(np.float32)
+    quad = np.zeros(4 * n, VERTEX_DTYPE)
+    corners = np.array([(0, 0), (12, 0), (12, 9), (0, 9)], np.float32)
+    quad["position"] = (xy[:, None, :] + corners).reshape(-1, 2)
+    quad["uv"] = np.tile([(0, 0), (1, 0), (1, 1), (0, 1)], (n, 1)).astype(np.float32)
+    quad["color"] = np.repeat(rng.integers(0, 256, (n, 4)), 4, axis=0).astype(np.uint8)
+    idx = (np.arange(n)[:, None] * 4 + np.array([0, 1, 2, 0, 2, 3])).reshape(-1).astype(np.uint32)
+
+    def frame(split):
+        monkeypatch.setattr(overlay_module, "CPU_PASS_TRIANGLES", split)
+        with Overlay(200, 200, clear=(5, 10, 20, 255)) as ov, \
+                Texture(ov.device, 2, 2, pixels=np.full((2, 2, 4), 255, np.uint8)) as white, \
+                Texture(ov.device, 2, 2, pixels=rng.integers(0, 256, (2, 2, 4), dtype=np.uint8)) as noise:
+            third = len(idx) // 3
+            cmds = [DrawCommand(white, (0, 0, 200, 200), 0, third),
+                    DrawCommand(noise, (10, 10, 190, 190), third, third),
+                    DrawCommand(white, (0, 0, 200, 200), 2 * third, len(idx) - 2 * third)]
+            ov.draw([DrawList(quad, idx, cmds)])
+            return ov.render()
+
+    state = rng.bit_generator.state
+    one = frame(10 ** 9)
+    rng.bit_generator.state = state  # the same noise texture
+    split = frame(700)  # a pass every 700 triangles: several in each command
+    assert np.array_equal(one, split)
+    assert len(np.unique(one.reshape(-1, 4), axis=0)) > 100
