@@ -395,24 +395,26 @@ class _Plan(list):
 
 
 def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) -> np.ndarray:
-    """Where the second pass draws: ``(n, 4)`` pixel boxes ``x0, y0, x1, y1``, one per list (the
-    bounding box of the vertices its drawn commands may use, a pixel wider on each side, cut to
-    the union of their scissors when it reaches a kept region): what a kept region has drawn
-    over it this frame. A few numpy calls per list (this runs every frame, for every list)."""
+    """Where the second pass draws: ``(n, 4)`` pixel boxes ``x0, y0, x1, y1``, one per list: what a
+    kept region has drawn over it this frame. A list drawn whole is boxed by its commands'
+    scissors (a child window's own rectangle); a retained list's dynamic part (a cursor line in a
+    plot-wide scissor) also by the bounding box of the vertices its indices name, a pixel wider
+    on each side. A few operations per list: this runs every frame."""
     from .graphics import VERTEX_DTYPE
 
     ox, oy, fx, fy = transform
     width, height = size
-    kept = [(r[0], r[1], r[0] + r[2], r[1] + r[3]) for r in (p[1].rect for p in plan if p is not None and p[3])]
     itype = np.uint16 if index_size == 2 else np.uint32
     out = []
     for n in range(first, len(lists)):
         d, (v, i), p = lists[n], geometry[n], plan[n]
         commands = [c for c in (d.commands if p is None else d.commands[p[0]:]) if c.index_count > 0]
-        if not v.size or not commands:
+        rects = [r for r in (scissor(c.clip, transform, width, height) for c in commands) if r is not None]
+        if not v.size or not rects:
             continue
-        position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
-        if p is not None:  # a retained list's dynamic part: the range of vertices its indices name
+        box = [min(r[0] for r in rects), min(r[1] for r in rects), max(r[0] + r[2] for r in rects),
+               max(r[1] + r[3] for r in rects)]
+        if p is not None:  # cut to the range of vertices the dynamic part's indices name
             index = i.view(itype)
             lo = hi = None
             for c in commands:
@@ -420,26 +422,17 @@ def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) 
                 if used.size:
                     a, b = int(used.min()) + c.vertex_offset, int(used.max()) + c.vertex_offset
                     lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+            position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
             if lo is None or lo >= len(position):
                 continue  # (a bad index is draw()'s to report)
-            position = position[lo:hi + 1]
-        xs, ys = position[:, 0], position[:, 1]  # one column at a time: a strided 2-D reduce is 25
-        # times slower on a 5,000-vertex list
-        box = [max(math.floor((float(xs.min()) - ox) * fx) - 1, 0),
-               max(math.floor((float(ys.min()) - oy) * fy) - 1, 0),
-               min(math.ceil((float(xs.max()) - ox) * fx) + 1, width),
-               min(math.ceil((float(ys.max()) - oy) * fy) + 1, height)]
-        if box[0] >= box[2] or box[1] >= box[3]:
-            continue
-        if any(k[0] < box[2] and k[2] > box[0] and k[1] < box[3] and k[3] > box[1] for k in kept):
-            rects = [r for r in (scissor(c.clip, transform, width, height) for c in commands) if r is not None]
-            if not rects:  # tightened by the scissors: ImGui clips what spills outside them
-                continue
-            box = [max(box[0], min(r[0] for r in rects)), max(box[1], min(r[1] for r in rects)),
-                   min(box[2], max(r[0] + r[2] for r in rects)), min(box[3], max(r[1] + r[3] for r in rects))]
-            if box[0] >= box[2] or box[1] >= box[3]:
-                continue
-        out.append(box)
+            xs, ys = position[lo:hi + 1, 0], position[lo:hi + 1, 1]  # a column at a time: a strided
+            # 2-D reduce is 25 times slower
+            box = [max(box[0], math.floor((float(xs.min()) - ox) * fx) - 1),
+                   max(box[1], math.floor((float(ys.min()) - oy) * fy) - 1),
+                   min(box[2], math.ceil((float(xs.max()) - ox) * fx) + 1),
+                   min(box[3], math.ceil((float(ys.max()) - oy) * fy) + 1)]
+        if box[0] < box[2] and box[1] < box[3]:
+            out.append(box)
     return np.array(out, np.int64).reshape(-1, 4)
 
 

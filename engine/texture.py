@@ -90,6 +90,7 @@ class Texture:
         self.source = None  # the linked engine image, if any
         self.version = 0  # counts update() calls: what a retained overlay region drew is keyed by it
         self._initialized = False  # a full upload or copy has been recorded
+        self._link_structs = None  # record_links's barriers and copy region, made once per link
         self._pending: list[tuple[np.ndarray, int, int, int, int]] = []  # (bytes, x, y, w, h)
         pipeline = overlay_pipeline(device)
         dev = device.handle
@@ -258,25 +259,37 @@ def record_links(recorder, textures) -> None:
             raise ValueError(f"texture {t.id} is linked to an image that was never drawn; submit its "
                              "canvas once before drawing the texture")
     # Earlier compute/transfer/attachment writes to the sources (their frames) before the copies.
-    mb = new("VkMemoryBarrier",
-             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
-             | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
-             dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT)
-    vk.vkCmdPipelineBarrier(
-        recorder.handle,
-        vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-        | vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-        vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, mb, 0, None, 0, None)
+    lib, cb = vk.lib, recorder.handle  # the loader's entry points, with structs made once per link:
+    # a dashboard frame links its canvases every frame (the vulkan package's conversions cost ~0.5 ms)
+    global _LINK_BARRIER
+    if _LINK_BARRIER is None:
+        _LINK_BARRIER = new("VkMemoryBarrier",
+                            srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+                            | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                            dstAccessMask=vk.VK_ACCESS_TRANSFER_READ_BIT)
+    lib.vkCmdPipelineBarrier(
+        cb, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        | vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
+        _LINK_BARRIER, 0, ffi.NULL, 0, ffi.NULL)
+    fragment, transfer = vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT
     for t in linked:
-        _transition(recorder, t.handle, _UNDEFINED, _TRANSFER_DST)  # every texel is overwritten
-        region = new("VkImageCopy", srcSubresource=_layers(), srcOffset=new("VkOffset3D"),
-                     dstSubresource=_layers(), dstOffset=new("VkOffset3D"),
-                     extent=new("VkExtent3D", width=t.width, height=t.height, depth=1))
-        vk.vkCmdCopyImage(recorder.handle, t.source.handle, vk.VK_IMAGE_LAYOUT_GENERAL, t.handle,
-                          _TRANSFER_DST, 1, region)
-        _transition(recorder, t.handle, _TRANSFER_DST, _SHADER_READ)
+        key = (t.handle, t.source.handle, t.width, t.height)
+        made = t._link_structs
+        if made is None or made[0] != key:
+            made = t._link_structs = (key, _barrier(t.handle, _UNDEFINED, _TRANSFER_DST), new(  # every
+                "VkImageCopy", srcSubresource=_layers(), srcOffset=new("VkOffset3D"),  # texel is overwritten
+                dstSubresource=_layers(), dstOffset=new("VkOffset3D"),
+                extent=new("VkExtent3D", width=t.width, height=t.height, depth=1)),
+                _barrier(t.handle, _TRANSFER_DST, _SHADER_READ))
+        _, before, region, after = made
+        lib.vkCmdPipelineBarrier(cb, fragment, transfer, 0, 0, ffi.NULL, 0, ffi.NULL, 1, before)
+        lib.vkCmdCopyImage(cb, t.source.handle, vk.VK_IMAGE_LAYOUT_GENERAL, t.handle, _TRANSFER_DST, 1, region)
+        lib.vkCmdPipelineBarrier(cb, transfer, fragment, 0, 0, ffi.NULL, 0, ffi.NULL, 1, after)
         t._initialized = True
         t._pending.clear()
+
+
+_LINK_BARRIER = None  # record_links's memory barrier, made on first use
 
 
 def _layers():
@@ -294,13 +307,19 @@ def _array(ctype: str, structs):
 def _transition(recorder, image, old: int, new_layout: int) -> None:
     """Layout transition of a texture between fragment-shader reads and transfer writes."""
     to_transfer = new_layout == _TRANSFER_DST
-    barrier = new(
+    src = vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT if to_transfer else vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    dst = vk.VK_PIPELINE_STAGE_TRANSFER_BIT if to_transfer else vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT
+    vk.vkCmdPipelineBarrier(recorder.handle, src, dst, 0, 0, None, 0, None, 1, _barrier(image, old, new_layout))
+
+
+def _barrier(image, old: int, new_layout: int):
+    """The ``VkImageMemoryBarrier`` of a texture's transition between fragment-shader reads and
+    transfer writes (stages: :func:`_transition`)."""
+    to_transfer = new_layout == _TRANSFER_DST
+    return new(
         "VkImageMemoryBarrier",
         srcAccessMask=0 if to_transfer else vk.VK_ACCESS_TRANSFER_WRITE_BIT,
         dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT if to_transfer else vk.VK_ACCESS_SHADER_READ_BIT,
         oldLayout=old, newLayout=new_layout,
         srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
         image=image, subresourceRange=subresource_range())
-    src = vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT if to_transfer else vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-    dst = vk.VK_PIPELINE_STAGE_TRANSFER_BIT if to_transfer else vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT
-    vk.vkCmdPipelineBarrier(recorder.handle, src, dst, 0, 0, None, 0, None, 1, barrier)

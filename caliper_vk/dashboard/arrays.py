@@ -135,25 +135,30 @@ class ArrayPanels:
         key = panel.keys[0]
         imgui.text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
                                   if self.hist_mode == "offset" else ""))
+        stacks = {}  # id(run) -> the frames drawn, oldest first (overlay and offset)
         for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
             fitted_text(f"{run.name}: {text}", _col(self._rgb(run)))
-            if f is not None:
-                fitted_text(f"outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
-                            + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else ""))
+            if f is None:
+                continue
+            step = run.to_step(self.axis, self.cursor)
+            stack = model.histogram_stack(frames, step, self.history) if step is not None else []
+            stacks[id(run)] = stack
+            # what each line is, said here (a legend over the plot covered the bins)
+            fading = (f"; {len(stack) - 1} earlier fading (steps {stack[0].step}–{stack[-2].step})"
+                      if len(stack) > 1 and self.hist_mode != "time" else "")
+            fitted_text(f"outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
+                        + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else "") + fading)
         if self.hist_mode == "time":
             return self._histogram_time(panel, index)
-        live = [run for run in self.runs
-                if run.histograms.get(key) and run.to_step(self.axis, self.cursor) is not None]
-        h = (PANEL_HEIGHT - 2 * 20 * len(self.runs)) // max(1, len(live))  # under two lines a run
+        live = sum(1 for run in self.runs if stacks.get(id(run)))
+        h = (PANEL_HEIGHT - 2 * 20 * len(self.runs)) // max(1, live)  # under two lines a run
         for k, run in enumerate(self.runs):
-            if run not in live:
+            stack = stacks.get(id(run))
+            if not stack:
                 continue
-            frames = run.histograms[key]
-            step = run.to_step(self.axis, self.cursor)
-            stack = model.histogram_stack(frames, step, self.history)
-            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h))):
+            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h)), implot.Flags_.no_legend):
                 implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
@@ -162,7 +167,7 @@ class ArrayPanels:
                     alpha = 1.0 if age == 0 else 0.15 + 0.6 * (1 - age / max(1, len(stack)))
                     off = (i * 0.35 * peak) if self.hist_mode == "offset" else 0.0
                     ys = np.concatenate([f.counts, f.counts[-1:]]).astype(np.float64) + off
-                    implot.plot_stairs(f"step {f.step}{' (newest)' if age == 0 else ''}",
+                    implot.plot_stairs(f"step {f.step}",
                                        f.edges.astype(np.float64), ys,
                                        _spec(self._rgb(run), alpha=alpha,
                                              weight=2.0 if age == 0 else 1.0))

@@ -17,6 +17,8 @@ tested without a GPU. The rules it enforces:
 
 from __future__ import annotations
 
+import bisect
+
 import math
 from dataclasses import dataclass, field
 
@@ -373,5 +375,5 @@ def clipping_text(run: Run) -> str | None:
 def histogram_stack(frames: list, upto_step: float, count: int) -> list:
     """The last ``count`` histogram frames at or before ``upto_step``, oldest first (for overlay and
     offset views: fading means age)."""
-    chosen = [f for f in frames if f.step <= upto_step]
-    return chosen[-count:]
+    end = bisect.bisect_right(frames, upto_step, key=lambda f: f.step)  # frames are sorted by step
+    return frames[max(0, end - count):end]
