@@ -76,11 +76,25 @@ def dashboard_cases(moves: int, opens: int) -> dict:
         ok = [o for o in opens_ if "error" not in o]
         out["open"] = ({k: float(np.median([o[k] for o in ok])) for k in ok[0]} | {"n": len(ok)}
                        if ok else opens_[0])
-        cursor = run_case("dashboard_cursor", "--run", run, "--repeats", moves)
-        if "times" in cursor:
-            cursor.update(summary(cursor.pop("times")))
+        # the moves in CURSOR_PROCESSES fresh processes, pooled: on a shared 2-core VM one process's
+        # median moved by a few ms from run to run (lavapipe's threads and the build share the cores)
+        runs = [run_case("dashboard_cursor", "--run", run, "--repeats", moves) for _ in range(CURSOR_PROCESSES)]
+        ok = [c for c in runs if "times" in c]
+        if ok:
+            cursor = {k: float(np.median([c[k] for c in ok])) for k in ok[0]
+                      if k != "times" and isinstance(ok[0][k], int | float)}
+            cursor["triangles"] = int(cursor.get("triangles", 0))
+            medians = [float(np.median(c["times"]) * 1e3) for c in ok]
+            cursor |= {"size": ok[0].get("size"), "peak_rss_mb": max(c["peak_rss_mb"] for c in ok),
+                       "processes": len(ok), "process_medians_ms": medians}
+            cursor.update(summary([t for c in ok for t in c["times"]]))
+        else:
+            cursor = runs[0]
         out["cursor"] = cursor
     return out
+
+
+CURSOR_PROCESSES = 3
 
 
 def versions() -> dict:
@@ -380,7 +394,9 @@ def dashboard_lines(d: dict) -> list[str]:
         lines += [f"Opening: failed: {op.get('error', '?')}", ""]
     if "median_ms" in cur:
         lines += [
-            "Cursor moves, in one fresh process after opening and 5 warm-up moves: the cursor sweeps "
+            f"Cursor moves, in each of {cur.get('processes', 1)} fresh processes after opening and 5 warm-up "
+            "moves (the moves pooled; each process's median: "
+            + ", ".join(f"{m:.1f}" for m in cur.get("process_medians_ms", [])) + " ms): the cursor sweeps "
             "from step 100,000 to 900,000, each move onto another array frame (the three engine-drawn "
             "textures are redrawn). A frame is the Dear ImGui + ImPlot build of the sidebar and every "
             "panel (Python), `imgui.render()` and its draw lists copied into the overlay's buffers, then "
@@ -398,7 +414,7 @@ def dashboard_lines(d: dict) -> list[str]:
             f"{cur.get('reused_per_move', 0):.0f} of them not even built), the array canvases, "
             f"the pixels made readable | {cur['gpu_ms']:.1f} |",
             "",
-            f"Peak RSS of that process, holding the run through the opening and every move: "
+            f"Peak RSS of those processes (the highest), holding the run through the opening and every move: "
             f"{cur['peak_rss_mb']:.0f} MB. The run's arrays are 10 value columns of 8 MB, one shared step "
             "column and the progress table.", ""]
     else:
