@@ -12,8 +12,9 @@ A frame has two steps:
 
 :meth:`Overlay.draw`
     copies the geometry into one of two host-visible vertex/index buffer pairs
-    (frames alternate between them, so the CPU fills one while the GPU may
-    still read the other) and records that pair's command buffer: the copies
+    (the last frame's again once it has completed; the other while it may still
+    be read, so the CPU fills one while the GPU reads the other) and records
+    that pair's command buffer: the copies
     of linked textures, then one render pass that clears the target and issues
     one ``vkCmdDrawIndexed`` per command under its scissor rectangle.
 :meth:`Overlay.submit`
@@ -152,7 +153,6 @@ class Overlay:
         self.width = self.height = 0
         self.image: OverlayTarget | None = None
         self._slots = [_Slot(self.device), _Slot(self.device)]
-        self._next = 0
         self._current: _Slot | None = None
         self._serial: int | None = None
         self.read_back_serial: int | None = None
@@ -218,9 +218,13 @@ class Overlay:
             raise ValueError(f"the display rectangle must have a positive size, got {display}")
         geometry = [(_bytes(d.vertices, "vertices", VERTEX_DTYPE.itemsize),
                      _bytes(d.indices, "indices", index_size)) for d in lists]
-        slot = self._slots[self._next]
-        if slot.serial is not None:
-            self.device.wait(slot.serial)  # its buffers and command buffer may still be in use
+        # the last frame's slot again when that frame is done (a PNG, a web frame, a test: the
+        # caller waited), so the other pair is only made when frames overlap (a window's)
+        slot = self._current
+        if slot is None or (slot.serial is not None and not self.device.is_done(slot.serial)):
+            slot = self._slots[slot is self._slots[0]]
+            if slot.serial is not None:
+                self.device.wait(slot.serial)  # its buffers and command buffer may still be in use
         v_total = sum(v.size for v, _ in geometry)
         i_total = sum(i.size for _, i in geometry)
         slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
@@ -277,7 +281,6 @@ class Overlay:
         slot.textures = tuple(textures.values())
         slot.serial = None
         self._current = slot
-        self._next = 1 - self._next
 
     def _bind(self, rec: Recorder, slot, dw, dh, ox, oy, index_size: int) -> None:
         vk.vkCmdBindVertexBuffers(rec.handle, 0, 1, [slot.vertices.handle], [0])

@@ -345,3 +345,25 @@ def test_a_cpu_devices_passes_split_by_triangles_draw_the_same_pixels(monkeypatc
     split = frame(700)  # a pass every 700 triangles: several in each command
     assert np.array_equal(one, split)
     assert len(np.unique(one.reshape(-1, 4), axis=0)) > 100
+
+
+def test_a_frame_after_a_completed_one_reuses_its_buffers(monkeypatch):
+    """Offscreen frames (a PNG, the web page, a cursor move) wait for each frame: the next one
+    reuses its vertex and index buffers; only a frame drawn while the last may still run takes
+    the other pair (a window's frames overlap)."""
+    quad = np.zeros(4, VERTEX_DTYPE)
+    quad["position"] = [(8, 8), (24, 8), (24, 24), (8, 24)]
+    quad["color"] = (255, 0, 0, 255)
+    idx = np.array([0, 1, 2, 0, 2, 3], np.uint32)
+    with Overlay(64, 32) as ov, Texture(ov.device, 1, 1, pixels=np.full((1, 1, 4), 255, np.uint8)) as t:
+        lists = [DrawList(quad, idx, [DrawCommand(t, (0, 0, 64, 32), 0, 6)])]
+        for _ in range(3):
+            ov.draw(lists)
+            frame = ov.render()
+        first, other = ov._slots
+        assert ov._current is first and other.vertices is None  # one pair made, three frames
+        monkeypatch.setattr(ov.device, "is_done", lambda serial: False)  # as if still running
+        ov.draw(lists)
+        assert ov._current is other and other.vertices is not None
+        monkeypatch.undo()
+        assert np.array_equal(ov.render(), frame)
