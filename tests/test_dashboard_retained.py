@@ -170,3 +170,42 @@ def test_the_target_outside_the_kept_regions_is_covered_once():
         assert np.array_equal(covered, 1 - inside), rects
     assert outside([(0, 0, 10, 5), (0, 5, 10, 5)], 10, 10) == []
     assert outside([(2, 0, 6, 10)], 10, 10) == [(0, 0, 2, 10), (8, 0, 2, 10)]  # bands merged
+
+
+def test_the_confusion_panels_kept_plot_equals_full_redraws(monkeypatch):
+    """The confusion panel draws its recall/precision plot first and keeps it (with the title) as
+    its static part; the matrix at the cursor and the cursor line are drawn over it. Frames equal
+    full redraws as the cursor moves onto other matrices, and the panel is kept."""
+    from caliper_vk.dashboard.app import Dashboard
+    from caliper_vk.record.run import ConfusionFrame
+
+    rng = np.random.default_rng(4)
+    runs = _runs()
+    runs[0].confusions["val/confusion"] = [ConfusionFrame(int(s), rng.integers(0, 40, (6, 6)))
+                                           for s in range(99, 20_000, 400)]
+    steps = [(None, []), (None, []), *((float(c), []) for c in (900.0, 5_000.0, 12_345.0, 19_000.0))]
+
+    def frames(retain):
+        monkeypatch.setattr(Dashboard, "RETAIN", retain)
+        dash = Dashboard(runs, size=(1100, 1000), panels=["*"], columns=2, cursor=500.0)
+        try:
+            out = []
+            for cursor, events in steps:
+                if cursor is not None:
+                    dash.cursor = cursor
+                dash.frame(events=events)
+                out.append(dash.ui.render())
+            confusion = [i for i, p in enumerate(dash.panels) if p.kind == "confusion"]
+            assert len(confusion) == 1
+            kept_keys = set(dash.ui.overlay.retained._kept)
+            return out, dash.ui.overlay.retained.hits, ("panel", confusion[0]) in kept_keys
+        finally:
+            dash.close()
+
+    kept, hits, confusion_kept = frames(True)
+    assert confusion_kept
+    full, none, _ = frames(False)
+    assert none == 0 and hits > 0
+    for k, (a, b) in enumerate(zip(kept, full, strict=True)):
+        assert np.array_equal(a, b), f"frame {k} ({steps[k]}) differs from a full redraw"
+    assert not np.array_equal(kept[3], kept[4])  # another matrix, another cursor
