@@ -400,7 +400,8 @@ class ArrayPanels:
                 shown.append((run, run.coordinate(self.axis, steps), recall, precision, names))
         xs = [x[np.isfinite(x)] for _, x, *_ in shown]
         xs = [x for x in xs if len(x)]
-        if xs:  # a narrow plot: a few round ticks, compactly labelled ("500k", not "500000")
+        if xs:  # round ticks, as many as the width holds, compactly labelled ("500k", not "500000"):
+            # this plot is often ~100 px wide, where ImPlot's own labels ran into each other
             ticks = sparse_ticks(min(float(x.min()) for x in xs), max(float(x.max()) for x in xs),
                                  most=max(2, min(5, int(room // 55))))  # a label per 55 px at most
             if ticks:

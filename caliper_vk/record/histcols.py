@@ -19,13 +19,18 @@ _EXTRA = ("below", "above", "nan", "inf")
 
 def to_columns(frames: list[HistFrame], encode_array) -> dict:
     """A histogram's frames as the columns ``run.json`` stores (through ``encode_array``)."""
-    ints = lambda xs: encode_array(np.array(xs, dtype=np.int64))  # noqa: E731
-    return {"step": ints([f.step for f in frames]), "bins": ints([len(f.counts) for f in frames]),
-            "counts": encode_array(np.concatenate([np.asarray(f.counts, np.int64) for f in frames])
-                                   if frames else np.zeros(0, np.int64)),
-            "edges": encode_array(np.concatenate([np.asarray(f.edges, np.float64) for f in frames])
-                                  if frames else np.zeros(0, np.float64)),
-            **{k: ints([getattr(f, k) for f in frames]) for k in _EXTRA}}
+    def column(values, dtype) -> dict:
+        return encode_array(np.array(values, dtype=dtype))
+
+    def end_to_end(arrays, dtype) -> dict:
+        return encode_array(np.concatenate([np.asarray(a, dtype) for a in arrays]) if arrays
+                            else np.zeros(0, dtype))
+
+    return {"step": column([f.step for f in frames], np.int64),
+            "bins": column([len(f.counts) for f in frames], np.int64),
+            "counts": end_to_end([f.counts for f in frames], np.int64),
+            "edges": end_to_end([f.edges for f in frames], np.float64),
+            **{k: column([getattr(f, k) for f in frames], np.int64) for k in _EXTRA}}
 
 
 def from_columns(cols, where: str) -> list[HistFrame]:
