@@ -231,8 +231,10 @@ class TextStrip:
         return render_bar(self.left, self.right, width, height, self.background)
 
     def prepare(self) -> None:
+        if self._drawn == self._version:
+            return  # per frame, per panel: one compare (bind() forgets what was drawn)
         r = self.rect
-        key = (self._version, r.width, r.height)
+        key = self._version
         if self._buffer is None or self._buffer.size < r.width * r.height * 4:
             if self._buffer is not None:
                 self._buffer.close()

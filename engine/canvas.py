@@ -215,15 +215,19 @@ class Canvas:
         frame later). ``reads_extra`` command buffers run in the first batch after
         the reads, inside its wait/signal (a live session's history copies there).
         """
+        stale = not self._recorded
         for p in self.panels:
-            p.drawable.prepare()
-        if not self._recorded or any(p.drawable.stale for p in self.panels):
+            d = p.drawable
+            d.prepare()
+            stale = stale or d.stale
+        if stale:
             self.device.wait()  # the command buffers may still be executing
             self._record()
-        tail = [self._readback_recorder.handle] if readback else []
-        self._serial = self.device.submit_batches([
-            ([self._reads_recorder.handle, *reads_extra], wait, signal),
-            ([self._recorder.handle, *tail, *extra], extra_wait, extra_signal)])
+        reads = [self._reads_recorder.handle, *reads_extra]
+        rest = [self._recorder.handle, self._readback_recorder.handle] if readback else [self._recorder.handle]
+        if extra:
+            rest += extra
+        self._serial = self.device.submit_batches([(reads, wait, signal), (rest, extra_wait, extra_signal)])
         self.read_back_serial = self._serial if readback else None
         return self._serial
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from operator import itemgetter
 
 import vulkan as vk
 
@@ -29,6 +30,9 @@ from .instance import OPTIONAL_DEVICE_EXTENSIONS, Instance, NoDeviceError, Physi
 
 # Semaphore waits hold back every stage of the batch that waits.
 _WAIT_STAGE = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+
+
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def _build_submit(batches) -> tuple:
@@ -148,7 +152,7 @@ class Device:
         self._free_fences: list = []
         # Every fence ever made, destroyed at close: a KeyboardInterrupt between taking a fence
         # and queueing it (Ctrl-C in a demo) must not leak it past vkDestroyDevice.
-        self._all_fences: set = set()
+        self._all_fences: dict = {}  # fence -> a VkFence[1] array of it, for vkResetFences
         self._submit_structs: dict = {}  # see submit_batches
         # Objects shared per device (built-in pipelines); closed before the device.
         self.cache: dict = {}
@@ -191,14 +195,9 @@ class Device:
 
         self.retire(free)
 
-    def _fence(self):
-        if self._free_fences:
-            fence = self._free_fences.pop()
-            if vk.lib.vkResetFences(self.handle, 1, ffi.new("VkFence[1]", [fence])) != vk.VK_SUCCESS:
-                raise VulkanError("vkResetFences failed")
-            return fence
+    def _new_fence(self):
         fence = vk.vkCreateFence(self.handle, new("VkFenceCreateInfo"), None)
-        self._all_fences.add(fence)
+        self._all_fences[fence] = ffi.new("VkFence[1]", [fence])  # made once: reset every frame
         return fence
 
     def submit(self, command_buffers, wait=(), signal=()) -> int:
@@ -220,8 +219,17 @@ class Device:
         ``vulkan`` package's generic wrappers and :func:`new` cost tens of microseconds a
         frame; Vulkan copies the structs during the call, so reusing them is safe.)
         """
-        key = tuple((tuple(cbs), tuple(sem.handle for sem, _ in wait),
-                     tuple(sem.handle for sem, _ in signal)) for cbs, wait, signal in batches)
+        # made every frame: one flat key (the semaphores by identity, None between the parts)
+        # and the values, with C-level map() rather than Python loops
+        key = []
+        for cbs, wait, signal in batches:
+            key += cbs
+            key.append(None)
+            key += map(_first, wait)
+            key.append(None)
+            key += map(_first, signal)
+            key.append(None)
+        key = tuple(key)
         structs = self._submit_structs.get(key)
         if structs is None:
             if len(self._submit_structs) >= 32:
@@ -229,13 +237,19 @@ class Device:
             structs = self._submit_structs[key] = _build_submit(batches)
         infos, slots = structs[0], structs[1]
         for (_, wait, signal), (wait_values, signal_values) in zip(batches, slots, strict=True):
-            for i, (_, value) in enumerate(wait):
-                wait_values[i] = value
-            for i, (_, value) in enumerate(signal):
-                signal_values[i] = value
+            if wait:
+                wait_values[0:len(wait)] = list(map(_second, wait))
+            if signal:
+                signal_values[0:len(signal)] = list(map(_second, signal))
         with self._lock:
-            self.collect()
-            fence = self._fence()
+            if self._inflight or self._retired:
+                self.collect()
+            if self._free_fences:  # a finished submission's fence, reset (the common case)
+                fence = self._free_fences.pop()
+                if vk.lib.vkResetFences(self.handle, 1, self._all_fences[fence]) != vk.VK_SUCCESS:
+                    raise VulkanError("vkResetFences failed")
+            else:
+                fence = self._new_fence()
             result = vk.lib.vkQueueSubmit(self.queue, len(batches), infos, fence)
             if result != vk.VK_SUCCESS:
                 self._free_fences.append(fence)

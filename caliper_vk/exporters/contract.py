@@ -154,9 +154,15 @@ def check_tensor(tensor, name: str = "tensor", max_bytes: int | None = None) -> 
 
 
 def storage_fingerprint(tensor) -> tuple:
-    """What must stay the same for an import of ``tensor`` to remain valid."""
-    storage = tensor.untyped_storage()
-    return (tensor.data_ptr(), storage.data_ptr(), storage.nbytes(), tuple(tensor.shape))
+    """What must stay the same for an import of ``tensor`` to remain valid: the address of its
+    first element and its shape (checked every frame, so two calls, not four).
+
+    The storage itself need not be asked: the export's record holds the storage it imported, so
+    no other allocation can take that address while the panel lives. A ``set_()`` onto other
+    memory, a ``resize_()`` that reallocates and an ``out=`` that replaces the storage move the
+    address; a resize or reshape in place changes the shape. (The frame loop compares the same
+    pair inline: ``LiveInput.refresh`` and ``Panel._refresh``.)"""
+    return (tensor.data_ptr(), tensor.shape)
 
 
 def check_unchanged(tensor, fingerprint: tuple, name: str = "tensor") -> None:

@@ -104,6 +104,7 @@ class History:
         self.chunk_size = 0
         self._chunk = -1  # the chunk being filled
         self._fill = 0  # bytes used in it
+        self._total = 0  # the frame size _place() last placed
         self._upload: Buffer | None = None
         self._recorder: Recorder | None = None
         self._layout: Layout | None = None  # the kept inputs' places, while the panels stay
@@ -123,47 +124,63 @@ class History:
     def keep(self, step: int, panels) -> list:
         """Record the copies of ``panels``' inputs for the frame about to be submitted at
         ``step``; returns the command buffers for its reads batch (empty when nothing is
-        kept). Call only when no earlier frame is still in flight."""
+        kept). Call only when no earlier frame is still in flight.
+
+        It runs every frame: the common case (the same layout, room left in the chunk being
+        filled, copies recorded) stays in this one function."""
         if self.position is not None:
             return []  # a kept frame is being shown: nothing new is drawn from live memory
         try:
-            return self._keep(step, panels)
+            t0 = time.perf_counter()
+            key = layout_key(panels)
+            layout = self._layout
+            if layout is None or layout.key != key:
+                layout = self._layout = make_layout(key, panels)
+            total = layout.total
+            if not total:
+                return []
+            if total > self.budget:
+                self.refused = (f"a frame's inputs take {megabytes(total)}, over the "
+                                f"{megabytes(self.budget)} budget; raise history=")
+                return []
+            self.refused = ""
+            frames = self.frames
+            if frames and frames[-1].step == step:
+                frames.pop()  # the step drawn again (render()): keep its latest frame
+            if self._chunk >= 0 and total == self._total and self._fill + total <= self.chunk_size:
+                self._fill += total  # room in the chunk being filled (what _place would find)
+                chunk = self._chunk
+            else:
+                chunk = self._place(total)
+            base = self._fill - total
+            versions = {}
+            for p in panels:
+                versions[p.name] = p.view.data_version
+            frame = Frame(step, chunk, total, layout.inputs, versions, base)
+            if layout.staged:
+                self._stage(layout)
+            copies = self._copies  # (layout, upload buffer, RingCopies or None, plan)
+            if copies is not None and copies[2] is not None and copies[0] is layout \
+                    and copies[1] is self._upload:
+                handle = copies[2].commands(chunk, self.chunks[chunk], base)  # recorded: the common case
+            else:
+                handle = self._commands(layout, chunk, base)
+            frames.append(frame)
+            self.copy_s += time.perf_counter() - t0
+            return [handle]
         except Exception as exc:  # the ring failed (out of device memory): drawing goes on
             self.refused = f"{type(exc).__name__}: {exc}"
             return []
 
-    def _keep(self, step: int, panels) -> list:
-        t0 = time.perf_counter()
-        key = layout_key(panels)
-        layout = self._layout
-        if layout is None or layout.key != key:
-            layout = self._layout = make_layout(key, panels)
-        total = layout.total
-        if not total:
-            return []
-        if total > self.budget:
-            self.refused = (f"a frame's inputs take {megabytes(total)}, over the "
-                            f"{megabytes(self.budget)} budget; raise history=")
-            return []
-        self.refused = ""
-        if self.frames and self.frames[-1].step == step:
-            self.frames.pop()  # the step drawn again (render()): keep its latest frame
-        chunk = self._place(total)
-        base = self._fill - total
-        frame = Frame(step, chunk, total, layout.inputs,
-                      {p.name: p.view.data_version for p in panels}, base)
-        if layout.staged:
-            need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
-            if self._upload is None or self._upload.size < need:
-                if self._upload is not None:
-                    self._upload.close()
-                self._upload = Buffer(self.device, need)
-            for _, source, up in layout.staged:  # staged: its bytes are on the host this frame anyway
-                self._upload.write(source.raw(), up)
-        handle = self._commands(layout, chunk, base)
-        self.frames.append(frame)
-        self.copy_s += time.perf_counter() - t0
-        return [handle]
+    def _stage(self, layout: Layout) -> None:
+        """Write the staged inputs' bytes (on the host this frame anyway) to the upload buffer."""
+        need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
+        if self._upload is None or self._upload.size < need:
+            if self._upload is not None:
+                self._upload.close()
+            self._upload = Buffer(self.device, need)
+        for _, source, up in layout.staged:
+            self._upload.write(source.raw(), up)
 
     def _commands(self, layout: Layout, chunk: int, base: int):
         """This frame's copies: the layout's recorded ones (:mod:`.history_copy`) where they can
@@ -200,6 +217,7 @@ class History:
 
     def _place(self, total: int) -> int:
         """The chunk that takes the next ``total`` bytes (dropping the oldest frames there)."""
+        self._total = total  # keep() finds room in the same chunk without this call
         size = max(total, self.budget // CHUNKS)
         if size != self.chunk_size:  # the first frame, or frames grew past a chunk: start over
             self.clear()

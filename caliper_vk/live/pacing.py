@@ -49,8 +49,9 @@ class Pacing:
         """True when the last frame was submitted less than ``1/max_fps`` ago."""
         return bool(self.max_fps) and time.perf_counter() - self.submit_time < 1.0 / self.max_fps
 
-    def submitted(self) -> None:
-        self.submit_time = time.perf_counter()
+    def submitted(self, now: float) -> None:
+        """A frame was submitted at ``now`` (``time.perf_counter()``)."""
+        self.submit_time = now
 
     def completed(self) -> None:
         """The frame in flight was seen complete: keep the last 30 submit → complete times."""

@@ -51,6 +51,7 @@ class Panel:
         self.closed = False
         self.label, self.notice = chrome_for(self)
         self.title_warnings = (0, 0)
+        self.title_stats = None  # the view's stats the title was last made from
 
     @property
     def semaphore(self):
@@ -90,8 +91,11 @@ class Panel:
     def _refresh(self) -> None:
         """Per-frame host work: storage checks, and the copy for staged GPU tensors."""
         for live, source in self.inputs:
-            if live.refresh(self.name):  # a new host copy: same values' shape as the view sees
-                source.array = live.array.reshape(source.array.shape)
+            t = live.tensor
+            # the input's own check, inline while it passes (a call per panel and frame saved);
+            # refresh() raises naming the fix when the storage moved
+            if (live.copies or (t.data_ptr(), t.shape) != live.fingerprint) and live.refresh(self.name):
+                source.array = live.array.reshape(source.array.shape)  # a new host copy, the same shape
 
     @property
     def status(self) -> str:
@@ -132,6 +136,7 @@ class HostPanel:
         self.closed = False
         self.label, self.notice = chrome_for(self)
         self.title_warnings = (0, 0)
+        self.title_stats = None  # the view's stats the title was last made from
 
     def _refresh(self) -> None:
         pass

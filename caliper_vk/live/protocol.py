@@ -61,7 +61,7 @@ class WriteRead:
         self.lock = threading.Lock()
         self._turn = threading.Condition(self.lock)
         self._producer = threading.RLock()  # one write at a time (nested writing() is fine)
-        self._depth = 0  # writing() blocks entered and not yet left
+        self.depth = 0  # writing() blocks entered and not yet left (the frame loop reads it)
         self.want_read = False  # the renderer (on another thread) is waiting for a gap
         self.value = 0  # the latest value handed out; the timeline reaches each in order
         self.written = False  # a write's exit was signalled since the latest read was booked
@@ -70,7 +70,7 @@ class WriteRead:
 
     @property
     def writing_now(self) -> bool:
-        return self._depth > 0
+        return self.depth > 0
 
     def signals_exit(self) -> bool:
         """Whether this write's exit signals a fresh value: always. (Signalling only the first
@@ -91,7 +91,7 @@ class WriteRead:
                     # first (bounded, so a renderer that stopped calling step() costs little)
                     self._turn.wait_for(lambda: not self.want_read, timeout=0.05)
                 target = self.value  # every frame booked so far has finished reading here
-                self._depth += 1
+                self.depth += 1
             try:
                 t0 = time.perf_counter()
                 self.sync.before_write(target)  # CUDA: queued on the stream, no CPU wait
@@ -115,7 +115,7 @@ class WriteRead:
                 self.sync.after_write(value - 1, value)
         finally:
             with self.lock:
-                self._depth -= 1
+                self.depth -= 1
 
     def book_read(self) -> tuple:
         """(wait, signal) of this frame's read; call with :attr:`lock` held and no write open."""
@@ -150,22 +150,32 @@ class WriteRead:
             self.want_read = True
 
 
-def book_reads(protocols) -> list | None:
-    """Book one frame's reads of every protocol at once, or None (and book nothing) when a
-    producer is inside ``writing()`` of any of them: drawing now would tear. The locks are
-    taken in the given order (producers only ever hold one), so nothing is booked and then
-    cancelled — a cancelled value could not be signalled without moving a timeline backwards."""
+def book_reads(panels) -> list | None:
+    """Book one frame's reads of every panel's protocol at once, or None (and book nothing)
+    when a producer is inside ``writing()`` of any of them: drawing now would tear. The locks
+    are taken in the given order (producers only ever hold one), so nothing is booked and then
+    cancelled — a cancelled value could not be signalled without moving a timeline backwards.
+
+    Per frame and panel: plain loops (a comprehension is a call of its own)."""
     held = []
     try:
-        for p in protocols:
+        open_write = False
+        for panel in panels:
+            p = panel.protocol
             p.lock.acquire()
             held.append(p.lock)
-        open_writes = [p for p in protocols if p.ordered and p._depth]
-        if open_writes:
-            for p in open_writes:
-                p.ask_for_gap()
+            if p.ordered and p.depth:
+                open_write = True
+        if open_write:
+            for panel in panels:
+                p = panel.protocol
+                if p.ordered and p.depth:
+                    p.ask_for_gap()
             return None
-        return [p.book_read() for p in protocols]
+        booked = []
+        for panel in panels:
+            booked.append(panel.protocol.book_read())
+        return booked
     finally:
         for lock in reversed(held):
             lock.release()

@@ -227,6 +227,7 @@ class Session(Rewind):
         if self.history is not None:
             self.history.drop_layout()  # made again from the panels at the next frame
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
+        self._protocols = [p.protocol for p in self.panels if p.protocol is not None]  # per frame
         if self.budget.share is not None and self.device.info.kind == "cpu":
             self.canvas.profile()  # frames run on the training's cores: the budget counts them
         self._layout_due = False
@@ -252,7 +253,7 @@ class Session(Rewind):
 
     def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
-        if self.sinks:
+        if self.sinks.items:
             self.sinks.poll(self)  # a page's drag, wheel and keys, as a window's
         if self.failed:
             if self.window is not None and self.window.alive:
@@ -271,30 +272,35 @@ class Session(Rewind):
                 self._wait_idle()
                 self.window.recreate()
                 self._layout()
+        save = self.pacing.save_due(self.step_count)
         if self._inflight:
-            if self._save_due() and not self.canvas.done():
-                self.device.wait()  # offscreen recording: every Kth step gets its frame
             if not self.canvas.done():
-                self.skipped += 1
-                return False
+                if not save:
+                    self.skipped += 1
+                    return False
+                self.device.wait()  # offscreen recording: every Kth step gets its frame
             self._collect()
         if self.paused:
             return self.history is not None and self.history.redraw(self)
         if self._layout_due:  # a panel stopped: show its notice in its place
             self._layout()
-        if not self._read_back_next and not self._save_due() and (
-                self.pacing.within_interval() or self.sinks.idle(self) or not self.budget.allows()):
+        if not (self._read_back_next or save) and (
+                (self.pacing.max_fps and self.pacing.within_interval())
+                or (self.sinks.items and self.sinks.idle(self)) or not self.budget.allows()):
             self.pacing.held += 1  # drawn recently enough, over budget, or nobody watches
             return False
-        render_thread = threading.get_ident()
-        protocols = [p.protocol for p in self.panels if p.protocol is not None]
-        for protocol in protocols:
-            protocol.render_thread = render_thread
-        if self.sync and any(p.writing_now for p in protocols):
-            for p in protocols:
-                p.ask_for_gap()
-            self.skipped += 1  # a producer is mid-write: drawing now would tear
-            return False
+        protocols = self._protocols
+        if protocols:
+            render_thread = threading.get_ident()
+            writing = False
+            for protocol in protocols:
+                protocol.render_thread = render_thread
+                writing = writing or protocol.depth > 0
+            if writing and self.sync:
+                for protocol in protocols:
+                    protocol.ask_for_gap()
+                self.skipped += 1  # a producer is mid-write: drawing now would tear
+                return False
         if self.window is not None:
             try:
                 acquired = self.window.acquire()
@@ -321,14 +327,15 @@ class Session(Rewind):
                 reading.append(panel)
         if self._layout_due:  # never draw a stopped panel's view (its old storage) again
             self._layout()
-        booked = book_reads([p.protocol for p in reading])
+        booked = book_reads(reading) if reading else []
         if booked is None:  # a write began after the check above (an acquired image is kept)
             self.skipped += 1
             return False
-        for panel in reading:
-            panel.view.data_version = (panel.producer_writes, self.step_count)
-        waits = [wait for wait, _ in booked]
-        signals = [signal for _, signal in booked]
+        waits, signals = [], []
+        for panel, (wait, signal) in zip(reading, booked, strict=True):
+            panel.view.data_version = (panel.protocol.writes, self.step_count)
+            waits.append(wait)
+            signals.append(signal)
         now = time.perf_counter()
         periodic = now - self._status_time > 0.25 or self.message != self._status_message
         if periodic:
@@ -342,13 +349,13 @@ class Session(Rewind):
             extra = [self.window.present_commands()]
             acquired, done = self.window.frame_semaphores
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
-        self.pacing.submitted()
-        to_sinks = bool(self.sinks) and self.sinks.wants_frame()  # read back only for a taker
+        self.pacing.submitted(now)
+        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         try:
             kept = self.history.keep(self.step_count, reading) if self.history else ()
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
                                extra_signal=binary_signal, reads_extra=kept,
-                               readback=self._save_due() or self._read_back_next or to_sinks)
+                               readback=save or self._read_back_next or to_sinks)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
@@ -359,12 +366,9 @@ class Session(Rewind):
         self._inflight = True
         self._sink_step = self.step_count if to_sinks else None
         self.drawn_step = self.step_count
-        if self._save_due():
+        if save:
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
         return True
-
-    def _save_due(self, step: int | None = None) -> bool:
-        return self.pacing.save_due(self.step_count if step is None else step)
 
     def due(self, step: int | None = None) -> bool:
         """Whether ``step(step)`` would draw a frame now. A loop can skip computing what it
@@ -392,7 +396,7 @@ class Session(Rewind):
             return False
         if self.window is not None and (not self.window.alive or self._window_gone):
             return False
-        if self._save_due(step):
+        if self.pacing.save_due(step):
             return self.budget.due(forced=True)  # its probe still counts as Caliper's time
         if self._inflight and not self.canvas.done():
             return False

@@ -137,6 +137,10 @@ def title_items(panel) -> tuple[list, list]:
 def update_titles(panels, periodic: bool) -> None:
     """Refresh title bars: a few times a second, and at once when a warning count changes."""
     for panel in panels:
+        stats = getattr(panel.view, "stats", None)
+        if not periodic and stats == panel.title_stats:
+            continue  # per panel and frame: one dict compare while the counts stay
+        panel.title_stats = dict(stats) if stats else stats
         warnings = warning_counts(panel.view)
         if periodic or warnings != panel.title_warnings:
             panel.title_warnings = warnings

@@ -42,7 +42,7 @@ from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
 from ._pointfit import _extremes, _ftz32, _max_square_distance, FIT_LARGE, rotation, snapshot, unchanged
-from ._source import Source
+from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
@@ -336,12 +336,17 @@ class PointCloud(ViewBase):
         return 2 * n * len(self._foot) <= self.rect.width * self.rect.height
 
     def prepare(self) -> None:
-        r = self.rect
-        n = self.source.shape[0]
-        _, base, dtype = self._input("positions", self.source)
+        src = self.source
+        imported = src.imported
+        if imported is not None and self._bound.get("positions") is imported:
+            base, dtype = imported.offset, DTYPE_CODES[src.dtype]  # _input()'s answer, per frame
+        else:
+            _, base, dtype = self._input("positions", src)
         key = self._params_key(base, dtype)
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             return  # what the last frame uploaded and checked is this frame's too
+        r = self.rect
+        n = src.array.shape[0]
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
@@ -366,7 +371,12 @@ class PointCloud(ViewBase):
         """Everything :meth:`params` and :meth:`prepare` read: an equal key means an equal
         block, colour indices and buffers (the fit compares the positions' bytes with those it
         was made from)."""
-        fit = self._fit() if self.bounds is None else self.bounds.tobytes()
+        if self.bounds is not None:
+            fit = self.bounds.tobytes()
+        else:
+            fit, src, snap = self._fit_cache, self.source, self._fit_of
+            if fit is None or (src.live and (snap is None or not unchanged(snap, src))):
+                fit = self._fit()  # (its own test again: the same answer)
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
                                                   tuple(float(v) for v in vr))
