@@ -177,7 +177,7 @@ class RetainedRegions:
                 out.append(None)
                 continue
             seen.add(r.key)
-            rect, sig = sig
+            rect, head, static_v, static_i = sig
             entry = self._kept.get(r.key)
             if entry is not None and entry.rect[2:] != rect[2:]:
                 entry.close()
@@ -185,7 +185,11 @@ class RetainedRegions:
             if entry is None:
                 entry = self._kept[r.key] = _Kept(self.device, rect)
             entry.rect = rect
-            kept = entry.signature == sig
+            old = entry.signature
+            kept = old is not None and old[:4] == head and _same_bytes(old[4], static_v) \
+                and _same_bytes(old[5], static_i)
+            # the kept signature again when equal: the static part's bytes are copied only when new
+            sig = old if kept else (*head, static_v.tobytes(), static_i.tobytes())
             out.append((r.commands, entry, sig, kept, r.tag))
         for key in [k for k in self._kept if k not in seen]:  # a region no longer drawn
             self._kept.pop(key).close()
@@ -298,8 +302,10 @@ class RetainedRegions:
 
 
 def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clear, index_size: int):
-    """``(pixel rectangle, signature)`` of a retained list's static part, or None when it cannot
-    be kept (no commands, a linked texture, a split that cuts a command's indices)."""
+    """``(pixel rectangle, signature head, static vertex bytes, static index bytes)`` of a retained
+    list's static part (the bytes as views of this frame's geometry), or None when it cannot be
+    kept (no commands, a linked texture, a split that cuts a command's indices). A kept
+    signature is the head and those bytes, copied."""
     from .graphics import VERTEX_DTYPE
 
     static = d.commands[:r.commands]
@@ -326,8 +332,20 @@ def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clea
     if x1 <= x0 or y1 <= y0:
         return None
     nv = r.vertices * VERTEX_DTYPE.itemsize
-    return (x0, y0, x1 - x0, y1 - y0), (tuple(size), tuple(clear), tuple(transform), tuple(meta),
-                                        v[:nv].tobytes(), i[:end * index_size].tobytes())
+    return (x0, y0, x1 - x0, y1 - y0), (tuple(size), tuple(clear), tuple(transform), tuple(meta)), \
+        v[:nv], i[:end * index_size]
+
+
+_COMPARE_BYTES = 1 << 16
+
+
+def _same_bytes(kept: bytes, now: np.ndarray) -> bool:
+    """Whether the uint8 view ``now`` holds exactly the bytes ``kept``, compared a block at a time
+    (no copy of a static part's megabytes of vertices made only to be compared and dropped)."""
+    if len(kept) != now.size:
+        return False
+    return all(now[k:k + _COMPARE_BYTES].tobytes() == kept[k:k + _COMPARE_BYTES]
+               for k in range(0, len(kept), _COMPARE_BYTES))
 
 
 def clear_outside(cb, clear, rects, width: int, height: int) -> None:
