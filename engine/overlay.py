@@ -250,7 +250,7 @@ class Overlay:
         plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size)
         first = len(lists) if plan is None else next(n for n, p in enumerate(plan) if p is not None)
         # pass 1: the lists before the first retained one, and the static parts not kept. The
-        # kept regions are copied over after it: only the rest of the target is cleared
+        # kept regions stay in the target: only the rest of it is cleared
         kept = [p[1].rect for p in plan or () if p is not None and p[3]]
         self._begin_pass(rec, clear, load=bool(kept))
         if kept:
@@ -267,7 +267,7 @@ class Overlay:
                 d.commands if n < first else () if plan[n] is None or plan[n][3] else d.commands[:plan[n][0]]),
                 restart)
         vk.vkCmdEndRenderPass(rec.handle)
-        if plan is not None:  # the kept regions copied in, then pass 2: everything else, in order
+        if plan is not None:  # the kept regions' saves (retained.py), then pass 2: the rest, in order
             self.retained.record_copies(rec.handle, self.image, plan)
             self._begin_pass(rec, clear, load=True)
             if v_total and i_total:
@@ -373,9 +373,12 @@ class Overlay:
         if slot.serial is not None:
             self.device.wait(slot.serial)  # a command buffer cannot be pending twice
         uploads = staging = None
-        if any(t.pending for t in slot.textures):
+        again = slot.plan is None and slot.serial is not None  # this recording, submitted before
+        if again or any(t.pending for t in slot.textures):
             uploads = Recorder(self.device).begin()
             staging = record_uploads(uploads, slot.textures)
+            if again:  # the kept regions' static pixels under its second pass, back (retained.py)
+                self.retained.record_undo(uploads.handle, self.image)
             uploads.end()
         buffers = ([uploads.handle] if uploads else []) + [slot.recorder.handle]
         if readback:
@@ -384,10 +387,11 @@ class Overlay:
                                     signal=[*signal, *extra_signal])
         if uploads is not None:
             uploads.close()  # both released once this submission has finished
+        if staging is not None:
             staging.close()
         slot.serial = self._serial = serial
-        self.retained.commit(slot.plan)  # what this frame drew is kept for the next ones
-        slot.plan = None  # (submitting it again copies the same pixels: kept already)
+        self.retained.commit(slot.plan, again)  # what this frame drew is kept for the next ones
+        slot.plan = None  # (submitting it again leaves the target as the first time: see above)
         self.read_back_serial = serial if readback else None
         return serial
 

@@ -6,29 +6,32 @@ labels are the same frame after frame while only its cursor line moves. A
 :class:`~.overlay.DrawList` marked with :class:`Retain` splits into a *static* part (its first
 ``commands`` commands, which use its first ``vertices`` vertices) and a *dynamic* part drawn
 over it. The overlay keeps, per ``key``, the static part's exact inputs (vertex and index
-bytes, clip rectangles, textures and their versions, the target's size and clear colour) and
-the pixels it produced inside the union of its scissor rectangles. A frame whose static part
-is byte-for-byte the kept one copies those pixels into the target (``vkCmdCopyImage``: no
-shading, no blending) instead of drawing it; any difference, however small, draws it again
-and keeps the new pixels. So a kept region is never stale, whatever made it change (new
-data, a zoom, a hover highlight, a new glyph in the font atlas).
+bytes, clip rectangles, textures and their versions, the target's size and clear colour); its
+pixels (the region: the union of its scissor rectangles) stay in the target. A frame whose
+static part is byte-for-byte the kept one, in a region the last submitted frame held at the
+same place, leaves them there instead of drawing it (a copy restores what was drawn over
+them, below); any difference, however small, draws it again. So a kept region is never
+stale, whatever made it change (new data, a zoom, a hover highlight, a new glyph in the font
+atlas).
 
-The frame is recorded in two render passes. Pass 1 clears the target (when regions are copied
-in: loads it and clears only what lies outside them, :func:`outside`) and draws every list
-before the first retained one, whole, and the static parts of the retained lists not kept;
-then the new regions are copied out and the kept ones copied in; pass 2 (the target loaded)
-draws the dynamic parts and every other list, in order. Compared with drawing all lists in
+The frame is recorded in two render passes. Pass 1 clears the target (when regions are kept:
+loads it and clears only what lies outside them, :func:`outside`) and draws every list before
+the first retained one, whole, and the static parts of the retained lists not kept; then the
+copies below; pass 2 (the target loaded) draws the dynamic parts and every other list, in
+order. Compared with drawing all lists in
 order this moves a static part ahead of the lists between it and the first retained list, so
 it is exact when, as the contract requires, **a retained list's static commands own their
 pixels**: no list drawn after the first retained one and before this one draws under them
 (Dear ImGui child windows side by side satisfy it; a tooltip, drawn last, does not need to).
 Pixels then equal those of the plain frame byte for byte (the tests compare whole frames).
 
-A kept region is copied back in only where it may differ. The target keeps its pixels from
-frame to frame, so a region the last submitted frame held is still there except where that
-frame's second pass drew over it (a cursor line, a hover): the copy is the bounding box of
-that and of what this frame's second pass draws over it (so the same recording submitted
-again is exact too); any other region (new, moved, last held earlier) is copied whole.
+Only what is drawn over a region is stored (a save-under, ``vkCmdCopyImage``: no shading, no
+blending). Between the passes each region's static pixels under what this frame's second pass
+draws over it (a cursor line, a hover: the bounding box of those lists' vertices, a pixel
+wider) are saved into one of its two small stores, and the next frame, keeping the region,
+copies them back from it before saving its own into the other (at 2400x1400 a dashboard keeps
+2 MB of strips where whole images of its panels took 9 MB). The same recording submitted again
+first copies back what it saved (``record_undo``): its saves and pixels are the first ones.
 """
 
 from __future__ import annotations
@@ -79,36 +82,17 @@ def scissor(clip, transform, width: int, height: int):
     return int(x0), int(y0), int(x1 - x0), int(y1 - y0)
 
 
-class _Kept:
-    """One key's pixels (an image of its region's size) and the inputs that produced them."""
+class _Store:
+    """An image holding the static pixels of one rectangle of a kept region (its top left at 0, 0):
+    made as small as the rectangles saved in it, and grown when one does not fit."""
 
-    def __init__(self, device, rect):
+    def __init__(self, device, width: int, height: int):
         self.device = device
-        self.rect = rect
+        self.width, self.height = width, height
         self.handle, self.memory, self._allocated = create_image(
-            device, rect[2], rect[3], TARGET_FORMAT,
-            vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
-        self.signature = None  # what its pixels were drawn from, once a submitted frame made them
-        self.tag = None  # the caller's inputs that drew them, confirmed (see RetainedRegions.holds)
-        self.last_tag = None  # the tag of the last submitted frame that drew or compared them
+            device, width, height, TARGET_FORMAT, vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
         self.fresh = True  # its layout is still UNDEFINED
-        self.held = None  # (commit, rect) of the last submitted frame that held it (RetainedRegions)
-        self._regions: dict = {}  # (rect, kept) -> its VkImageCopy (into or out of the target)
-
-    def region(self, kept: bool):
-        """The ``VkImageCopy`` of this region into the target (``kept``) or out of it."""
-        key = (self.rect, kept)
-        region = self._regions.get(key)
-        if region is None:
-            if len(self._regions) > 8:  # a region that moves about: no cache to grow
-                self._regions.clear()
-            x, y, w, h = self.rect
-            at, zero = new("VkOffset3D", x=x, y=y, z=0), new("VkOffset3D", x=0, y=0, z=0)
-            region = self._regions[key] = new(
-                "VkImageCopy", srcSubresource=_layers(), srcOffset=zero if kept else at,
-                dstSubresource=_layers(), dstOffset=at if kept else zero,
-                extent=new("VkExtent3D", width=w, height=h, depth=1))
-        return region
 
     def close(self) -> None:
         if self.handle is None:
@@ -125,6 +109,38 @@ class _Kept:
         self.device.retire(destroy)
 
 
+class _Kept:
+    """One key's region: the inputs its static pixels were drawn from and, in two stores used in
+    turn, the static pixels under what the last frames drew over it (see the module)."""
+
+    def __init__(self, device, rect):
+        self.device = device
+        self.rect = rect
+        self.stores: list = [None, None]
+        self.saved: list = [None, None]  # the target rectangle each store holds, once submitted
+        self.turn = 0  # the store the next frame saves into (the other holds the last frame's)
+        self.signature = None  # what its pixels were drawn from, once a submitted frame made them
+        self.tag = None  # the caller's inputs that drew them, confirmed (see RetainedRegions.holds)
+        self.last_tag = None  # the tag of the last submitted frame that drew or compared them
+        self.held = None  # (commit, rect) of the last submitted frame that held it (RetainedRegions)
+
+    def store(self, rect) -> _Store:
+        """The store this frame saves ``rect`` into, grown to hold it."""
+        store = self.stores[self.turn]
+        if store is None or store.width < rect[2] or store.height < rect[3]:
+            old = (store.width, store.height) if store else (0, 0)
+            if store is not None:
+                store.close()
+            store = self.stores[self.turn] = _Store(self.device, max(rect[2], old[0]), max(rect[3], old[1]))
+        return store
+
+    def close(self) -> None:
+        for store in self.stores:
+            if store is not None:
+                store.close()
+        self.stores = [None, None]
+
+
 class RetainedRegions:
     """The kept regions of one overlay (made and owned by it). ``plan`` decides, per frame,
     which retained lists are drawn and which are copied; ``commit`` (at submit) makes the
@@ -139,26 +155,31 @@ class RetainedRegions:
         self.kept_pixels = 0  # the kept regions' pixels, and of them those copied back into the
         self.restored_pixels = 0  # target (the rest was still there: see plan's restore)
         self._commits = 0  # submitted frames' plans
-        self._dirty = None  # what the last submitted frame drew over its regions (pixel rects)
+        self._undo: list = []  # (store, rect) the last submitted frame saved (see record_undo)
 
     def holds(self, key, tag) -> bool:
         """Whether the pixels kept under ``key`` were drawn from ``tag`` and confirmed by a
-        second submitted frame drawn from the same inputs (so a :class:`Retain` with
-        ``reuse=True`` can stand for them)."""
+        second submitted frame drawn from the same inputs, and the last submitted frame held
+        them (so a :class:`Retain` with ``reuse=True`` can stand for them)."""
         entry = self._kept.get(key)
-        return entry is not None and entry.tag is not None and entry.tag == tag
+        return entry is not None and entry.tag is not None and entry.tag == tag and self._held(entry)
+
+    def _held(self, entry, rect=None) -> bool:
+        """Whether the last submitted frame held ``entry`` (at ``rect``, default its own): the
+        target still has its static pixels but under what that frame drew over it."""
+        return entry.held == (self._commits, entry.rect if rect is None else rect)
 
     def plan(self, lists, geometry, transform, size, clear, index_size: int):
-        """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag, restore)`` for
-        a retained one: its static commands are ``commands[:split]``, ``kept`` says whether its
-        pixels are copied in (``signature`` None: reused, see :class:`Retain`). Lists whose
+        """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag, restore, save)``
+        for a retained one: its static commands are ``commands[:split]``, ``kept`` says whether
+        its pixels are kept (``signature`` None: reused, see :class:`Retain`). Lists whose
         static part cannot be kept this frame (a linked texture, which changes without a
-        version) are drawn whole.
+        version) are drawn whole. A region is kept only while the last submitted frame held it
+        at the same place and drew it from the same bytes.
 
-        ``restore`` (kept regions): the pixel rectangle copied back in, or None for none. The
-        target still holds a region the last submitted frame held, except where that frame
-        drew over it (its cursor line, a hover): only that part, and the part this frame draws
-        over (so that submitting it again is exact), is copied back; else the whole region."""
+        ``restore`` (kept regions): the pixel rectangle the last frame drew over, copied back in
+        from the store it saved it to, or None. ``save``: the rectangle this frame's second pass
+        draws over, saved to the other store before it does, or None."""
         out, seen = [], set()
         for d, (v, i) in zip(lists, geometry, strict=True):
             r = getattr(d, "retain", None)
@@ -179,15 +200,12 @@ class RetainedRegions:
             seen.add(r.key)
             rect, head, static_v, static_i = sig
             entry = self._kept.get(r.key)
-            if entry is not None and entry.rect[2:] != rect[2:]:
-                entry.close()
-                entry = None
             if entry is None:
                 entry = self._kept[r.key] = _Kept(self.device, rect)
-            entry.rect = rect
             old = entry.signature
-            kept = old is not None and old[:4] == head and _same_bytes(old[4], static_v) \
-                and _same_bytes(old[5], static_i)
+            kept = old is not None and self._held(entry, rect) and old[:4] == head \
+                and _same_bytes(old[4], static_v) and _same_bytes(old[5], static_i)
+            entry.rect = rect
             # the kept signature again when equal: the static part's bytes are copied only when new
             sig = old if kept else (*head, static_v.tobytes(), static_i.tobytes())
             out.append((r.commands, entry, sig, kept, r.tag))
@@ -196,48 +214,33 @@ class RetainedRegions:
         if all(p is None for p in out):
             return None
         first = next(n for n, p in enumerate(out) if p is not None)
-        plan = _Plan(out)
-        plan.dirty = _drawn_over(lists, geometry, out, first, transform, size, index_size)
-        restores = self._restores([p[1] if p is not None and p[3] else None for p in plan], plan.dirty)
+        plan = out
+        saves = _covered([p[1].rect if p is not None else None for p in plan],
+                         _drawn_over(lists, geometry, out, first, transform, size, index_size))
         for n, p in enumerate(plan):
             if p is not None:
-                plan[n] = (*p, restores[n])
+                entry = p[1]
+                last = entry.saved[1 - entry.turn] if p[3] else None
+                plan[n] = (*p, last, saves[n])
         return plan
 
-    def _restores(self, entries, dirty: np.ndarray) -> list:
-        """Per kept region (None elsewhere): what must be copied back in. All of it unless the
-        last submitted frame held it; then the bounding box of what that frame and this one draw
-        over it, or None. (All regions against all boxes in one numpy expression.)"""
-        out = [None if e is None else e.rect for e in entries]
-        held = [n for n, e in enumerate(entries) if e is not None and e.held == (self._commits, e.rect)]
-        if not held or self._dirty is None:
-            return out
-        rects = np.array([entries[n].rect for n in held], np.int64)
-        rects[:, 2:] += rects[:, :2]
-        boxes = np.concatenate([self._dirty, dirty])
-        lo = np.maximum(boxes[None, :, :2], rects[:, None, :2])  # (regions, boxes, 2)
-        hi = np.minimum(boxes[None, :, 2:], rects[:, None, 2:])
-        hit = (lo < hi).all(2)
-        big = np.iinfo(np.int64).max
-        x0y0 = np.where(hit[..., None], lo, big).min(1)
-        x1y1 = np.where(hit[..., None], hi, -big).max(1)
-        for k, n in enumerate(held):
-            if hit[k].any():
-                (x0, y0), (x1, y1) = x0y0[k].tolist(), x1y1[k].tolist()
-                out[n] = (x0, y0, x1 - x0, y1 - y0)
-            else:
-                out[n] = None
-        return out
-
-    def commit(self, plan) -> None:
-        """The frame recorded with ``plan`` was submitted: its new regions are kept."""
+    def commit(self, plan, again: bool = False) -> None:
+        """The frame recorded with ``plan`` was submitted: its regions are kept, and what it
+        saved. ``again``: the last submitted recording was submitted again (after
+        :meth:`record_undo`): the target is as it left it, nothing changes."""
+        if again:
+            return
         self._commits += 1
-        self._dirty = getattr(plan, "dirty", None)
+        self._undo = []
         for p in plan or ():
             if p is None:
                 continue
-            _, entry, sig, kept, tag, restore = p
+            _, entry, sig, kept, tag, restore, save = p
             entry.held = (self._commits, entry.rect)
+            entry.saved[entry.turn] = save
+            if save is not None:
+                self._undo.append((entry.stores[entry.turn], save))
+            entry.turn = 1 - entry.turn
             if kept:
                 self.kept_pixels += entry.rect[2] * entry.rect[3]
             if restore is not None:
@@ -253,10 +256,42 @@ class RetainedRegions:
             entry.signature = sig
 
     def record_copies(self, cb, target, plan) -> None:
-        """Between the passes: copy the newly drawn regions out of the target, the kept ones in.
-        Recorded through the loader's entry points with structs made once per region (a
-        frame copies a dozen regions: the vulkan package's argument conversion cost more than
-        the commands)."""
+        """Between the passes: copy back in what the last frame drew over the kept regions, then
+        save what this frame's second pass will draw over. Recorded through the loader's entry
+        points (a frame copies a dozen rectangles: the vulkan package's argument conversion
+        cost more than the commands)."""
+        copies = [(p[1], p[5], p[6]) for p in plan if p is not None]
+        for entry, _, save in copies:  # this frame's stores (made or grown first)
+            if save is not None:
+                entry.store(save)
+        stores = [e.stores[e.turn] for e, _, save in copies if save is not None]
+        self._barrier(cb, [s for s in stores if s.fresh])
+        for s in stores:
+            s.fresh = False
+        for entry, restore, _ in copies:
+            if restore is not None:
+                _copy(cb, entry.stores[1 - entry.turn], target, restore, True)
+        self._barrier(cb, ())  # what was restored is read by the saves
+        for entry, _, save in copies:
+            if save is not None:
+                _copy(cb, entry.stores[entry.turn], target, save, False)
+        self._barrier(cb, None)
+
+    def record_undo(self, cb, target) -> bool:
+        """Before the last submitted frame's recording is submitted again: copy back the static
+        pixels it saved (its second pass drew over them), so that its copies save them again
+        and its pixels come out the same. False when it saved nothing."""
+        if not self._undo:
+            return False
+        self._barrier(cb, ())
+        for store, rect in self._undo:
+            _copy(cb, store, target, rect, True)
+        self._barrier(cb, None)
+        return True
+
+    def _barrier(self, cb, fresh) -> None:
+        """A barrier before transfers (``fresh``: stores to move out of UNDEFINED), or after
+        them before the render pass (``fresh`` None)."""
         lib = vk.lib
         if self._barriers is None:
             stages = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -267,38 +302,26 @@ class RetainedRegions:
                 "VkMemoryBarrier", srcAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                 dstAccessMask=vk.VK_ACCESS_COLOR_ATTACHMENT_READ_BIT | vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT))
         stages, before, after = self._barriers
-        fresh = [p[1] for p in plan if p is not None and p[1].fresh]
-        images = [new("VkImageMemoryBarrier", srcAccessMask=0, dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                      oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, newLayout=_GENERAL,
-                      srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-                      dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=e.handle,
-                      subresourceRange=_range()) for e in fresh]
-        for e in fresh:
-            e.fresh = False
-        barriers = ffi.new("VkImageMemoryBarrier[]", len(images)) if images else ffi.NULL
-        for k, b in enumerate(images):
-            barriers[k] = b[0]
+        if fresh is None:
+            lib.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                     vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, ffi.NULL,
+                                     0, ffi.NULL)
+            return
+        images = ffi.new("VkImageMemoryBarrier[]", len(fresh)) if fresh else ffi.NULL
+        for k, s in enumerate(fresh):
+            images[k] = new("VkImageMemoryBarrier", dstAccessMask=vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                            oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED, newLayout=_GENERAL,
+                            srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
+                            dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=s.handle,
+                            subresourceRange=_range())[0]
         lib.vkCmdPipelineBarrier(cb, stages, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, before, 0, ffi.NULL,
-                                 len(images), barriers)
-        for p in plan:
-            if p is None:
-                continue
-            entry, kept, restore = p[1], p[3], p[5]
-            if not kept:
-                lib.vkCmdCopyImage(cb, target.handle, _GENERAL, entry.handle, _GENERAL, 1, entry.region(False))
-            elif restore == entry.rect:
-                lib.vkCmdCopyImage(cb, entry.handle, _GENERAL, target.handle, _GENERAL, 1, entry.region(True))
-            elif restore is not None:
-                lib.vkCmdCopyImage(cb, entry.handle, _GENERAL, target.handle, _GENERAL, 1,
-                                   _part(entry.rect, restore))
-        lib.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                 vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, 0, 1, after, 0, ffi.NULL, 0,
-                                 ffi.NULL)
+                                 len(fresh), images)
 
     def close(self) -> None:
         for entry in self._kept.values():
             entry.close()
         self._kept.clear()
+        self._undo = []
 
 
 def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clear, index_size: int):
@@ -395,29 +418,17 @@ def outside(rects, width: int, height: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def _layers():
-    return new("VkImageSubresourceLayers", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0,
-               baseArrayLayer=0, layerCount=1)
-
-
 def _range():
     return new("VkImageSubresourceRange", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0,
                levelCount=1, baseArrayLayer=0, layerCount=1)
 
 
-class _Plan(list):
-    """A frame's plan (see :meth:`RetainedRegions.plan`) and ``dirty``: the pixel rectangles its
-    second pass draws into."""
-
-    dirty: list
-
-
 def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) -> np.ndarray:
     """Where the second pass draws: ``(n, 4)`` pixel boxes ``x0, y0, x1, y1``, one per list: what a
-    kept region has drawn over it this frame. A list drawn whole is boxed by its commands'
-    scissors (a child window's own rectangle); a retained list's dynamic part (a cursor line in a
-    plot-wide scissor) also by the bounding box of the vertices its indices name, a pixel wider
-    on each side. A few operations per list: this runs every frame."""
+    kept region has drawn over it this frame. A list drawn whole, or a retained list's dynamic
+    part, is boxed by its commands' scissors cut to the bounding box of the vertices its indices
+    name, a pixel wider on each side (a cursor line in a plot-wide scissor; a child window whose
+    commands clip to its parent's rectangle). A few operations per list: this runs every frame."""
     from .graphics import VERTEX_DTYPE
 
     ox, oy, fx, fy = transform
@@ -432,35 +443,57 @@ def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) 
             continue
         box = [min(r[0] for r in rects), min(r[1] for r in rects), max(r[0] + r[2] for r in rects),
                max(r[1] + r[3] for r in rects)]
-        if p is not None:  # cut to the range of vertices the dynamic part's indices name
-            index = i.view(itype)
-            lo = hi = None
-            for c in commands:
-                used = index[c.index_offset:c.index_offset + c.index_count]
-                if used.size:
-                    a, b = int(used.min()) + c.vertex_offset, int(used.max()) + c.vertex_offset
-                    lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
-            position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
-            if lo is None or lo >= len(position):
-                continue  # (a bad index is draw()'s to report)
-            xs, ys = position[lo:hi + 1, 0], position[lo:hi + 1, 1]  # a column at a time: a strided
-            # 2-D reduce is 25 times slower
-            box = [max(box[0], math.floor((float(xs.min()) - ox) * fx) - 1),
-                   max(box[1], math.floor((float(ys.min()) - oy) * fy) - 1),
-                   min(box[2], math.ceil((float(xs.max()) - ox) * fx) + 1),
-                   min(box[3], math.ceil((float(ys.max()) - oy) * fy) + 1)]
+        index = i.view(itype)  # cut to the range of vertices the commands' indices name
+        lo = hi = None
+        for c in commands:
+            used = index[c.index_offset:c.index_offset + c.index_count]
+            if used.size:
+                a, b = int(used.min()) + c.vertex_offset, int(used.max()) + c.vertex_offset
+                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
+        if lo is None or lo >= len(position):
+            continue  # (a bad index is draw()'s to report)
+        xs, ys = position[lo:hi + 1, 0], position[lo:hi + 1, 1]  # a column at a time: a strided
+        # 2-D reduce is 25 times slower
+        box = [max(box[0], math.floor((float(xs.min()) - ox) * fx) - 1),
+               max(box[1], math.floor((float(ys.min()) - oy) * fy) - 1),
+               min(box[2], math.ceil((float(xs.max()) - ox) * fx) + 1),
+               min(box[3], math.ceil((float(ys.max()) - oy) * fy) + 1)]
         if box[0] < box[2] and box[1] < box[3]:
             out.append(box)
     return np.array(out, np.int64).reshape(-1, 4)
 
 
-def _part(rect, part):
-    """The ``VkImageCopy`` of ``part`` (target pixels) of a kept region at ``rect`` back into the
-    target (made per frame: the part moves with the cursor)."""
+def _covered(rects, boxes: np.ndarray) -> list:
+    """Per region ``(x, y, w, h)`` (None: none): the bounding box of the ``(n, 4)`` boxes
+    ``x0, y0, x1, y1`` inside it, clipped to it, or None when none reaches into it (all regions
+    against all boxes in one numpy expression: this runs every frame)."""
+    out = [None] * len(rects)
+    at = [n for n, r in enumerate(rects) if r is not None]
+    if not at or not len(boxes):
+        return out
+    regions = np.array([rects[n] for n in at], np.int64)
+    regions[:, 2:] += regions[:, :2]
+    lo = np.maximum(boxes[None, :, :2], regions[:, None, :2])  # (regions, boxes, 2)
+    hi = np.minimum(boxes[None, :, 2:], regions[:, None, 2:])
+    hit = (lo < hi).all(2)
+    big = np.iinfo(np.int64).max
+    x0y0 = np.where(hit[..., None], lo, big).min(1)
+    x1y1 = np.where(hit[..., None], hi, -big).max(1)
+    for k, n in enumerate(at):
+        if hit[k].any():
+            (x0, y0), (x1, y1) = x0y0[k].tolist(), x1y1[k].tolist()
+            out[n] = (x0, y0, x1 - x0, y1 - y0)
+    return out
+
+
+def _copy(cb, store: _Store, target, rect, into: bool) -> None:
+    """Copy ``rect`` of the target into the store's corner, or (``into``) back from it."""
     copy = ffi.new("VkImageCopy*")
     for layers in (copy.srcSubresource, copy.dstSubresource):
         layers.aspectMask, layers.layerCount = vk.VK_IMAGE_ASPECT_COLOR_BIT, 1
-    copy.srcOffset.x, copy.srcOffset.y = part[0] - rect[0], part[1] - rect[1]
-    copy.dstOffset.x, copy.dstOffset.y = part[0], part[1]
-    copy.extent.width, copy.extent.height, copy.extent.depth = part[2], part[3], 1
-    return copy
+    at = copy.dstOffset if into else copy.srcOffset
+    at.x, at.y = rect[0], rect[1]
+    copy.extent.width, copy.extent.height, copy.extent.depth = rect[2], rect[3], 1
+    src, dst = (store.handle, target.handle) if into else (target.handle, store.handle)
+    vk.lib.vkCmdCopyImage(cb, src, _GENERAL, dst, _GENERAL, 1, copy)
