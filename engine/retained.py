@@ -443,15 +443,16 @@ def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) 
             continue
         box = [min(r[0] for r in rects), min(r[1] for r in rects), max(r[0] + r[2] for r in rects),
                max(r[1] + r[3] for r in rects)]
-        index = i.view(itype)  # cut to the range of vertices the commands' indices name
-        lo = hi = None
-        for c in commands:
-            used = index[c.index_offset:c.index_offset + c.index_count]
-            if used.size:
-                a, b = int(used.min()) + c.vertex_offset, int(used.max()) + c.vertex_offset
-                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        spans: dict = {}  # cut to the vertices the commands' indices name: per vertex offset (one
+        for c in commands:  # unless 16-bit indices overflowed), the span of their indices
+            a, b = spans.get(c.vertex_offset, (c.index_offset, c.index_offset + c.index_count))
+            spans[c.vertex_offset] = (min(a, c.index_offset), max(b, c.index_offset + c.index_count))
+        index, lo, hi = i.view(itype), math.inf, -1
+        for offset, (a, b) in spans.items():
+            if b > a:
+                lo, hi = min(lo, int(index[a:b].min()) + offset), max(hi, int(index[a:b].max()) + offset)
         position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
-        if lo is None or lo >= len(position):
+        if hi < 0 or lo >= len(position):
             continue  # (a bad index is draw()'s to report)
         xs, ys = position[lo:hi + 1, 0], position[lo:hi + 1, 1]  # a column at a time: a strided
         # 2-D reduce is 25 times slower

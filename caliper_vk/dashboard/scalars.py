@@ -188,8 +188,8 @@ class ScalarPanels:
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [_ends(x) for run in self.full_runs for k in panel.keys  # whole runs
-                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
+        ends = [t["ends"] for run in self.full_runs for k in panel.keys  # whole runs
+                if (s := run.metrics.get(k)) is not None and len((t := self._series(run, s))["x"])]
         if not ends:
             return None
         lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
@@ -236,7 +236,8 @@ class ScalarPanels:
             bad = np.zeros(0, np.intp) if finite else np.flatnonzero(~np.isfinite(y))
             hit = self._cache[key] = {
                 "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
-                "ph_x": x[ph].astype(np.float64), "ph_y": y[ph], "bad_x": x[bad].astype(np.float64)}
+                "ph_x": x[ph].astype(np.float64), "ph_y": y[ph], "bad_x": x[bad].astype(np.float64),
+                "ends": _ends(x) if len(x) else None}
         return hit
 
     def _smoothed(self, run, s, series: dict) -> np.ndarray:
@@ -260,7 +261,7 @@ class ScalarPanels:
         x = t["x"]
         if not len(x):
             return
-        first, last = _ends(x)
+        first, last = t["ends"]
         if lim is None:  # fitting: the whole series
             i0, i1, x0, x1 = 0, len(x), first, last
         else:  # the visible samples and one either side, so lines reach the plot's edges
