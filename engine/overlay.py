@@ -56,7 +56,8 @@ from .graphics import VERTEX_DTYPE, overlay_pipeline
 from .image import write_png
 from .memory import Buffer
 from .overlay_target import OverlayTarget, record_host_read
-from .retained import Retain, RetainedRegions, clear_outside, scissor
+from .regions import clear_outside, scissor
+from .retained import Retain, RetainedRegions
 from .texture import Texture, record_links, record_uploads
 
 __all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay", "Retain"]
@@ -112,6 +113,7 @@ class _Slot:
         self.serial: int | None = None
         self.textures: tuple = ()
         self.plan = None  # the retained regions this recording draws or copies
+        self.generation = 0  # draws that wrote its buffers (a kept signature names one: retained.py)
 
     def close(self) -> None:
         self.recorder.close()
@@ -225,15 +227,6 @@ class Overlay:
             slot = self._slots[slot is self._slots[0]]
             if slot.serial is not None:
                 self.device.wait(slot.serial)  # its buffers and command buffer may still be in use
-        v_total = sum(v.size for v, _ in geometry)
-        i_total = sum(i.size for _, i in geometry)
-        slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
-        slot.indices = _ensure(self.device, slot.indices, i_total, _INDEX_USAGE)
-        v_at = i_at = 0
-        for v, i in geometry:
-            slot.vertices.write(v, v_at)
-            slot.indices.write(i, i_at)
-            v_at, i_at = v_at + v.size, i_at + i.size
         textures: dict[int, Texture] = {}
         for n, d in enumerate(lists):
             for c in d.commands:
@@ -243,11 +236,23 @@ class Overlay:
                 if c.texture.device is not self.device:
                     raise ValueError(f"texture {c.texture.id} belongs to another device")
                 textures[c.texture.id] = c.texture
-        rec = slot.recorder.begin()
-        record_links(rec, textures.values())
+        offsets = np.zeros((len(geometry) + 1, 2), np.int64)  # where each list's bytes go
+        offsets[1:] = np.cumsum([(v.size, i.size) for v, i in geometry], axis=0).reshape(-1, 2)
+        v_total, i_total = (int(t) for t in offsets[-1])
         clear = self.clear if clear is None else _color(clear)
         transform = (ox, oy, self.width / dw, self.height / dh)
-        plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size)
+        # the kept regions compare static parts with the bytes the frames before wrote: planned
+        # before this frame writes its own (retained.py)
+        plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size,
+                                  slot, offsets.tolist())
+        slot.generation += 1
+        slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
+        slot.indices = _ensure(self.device, slot.indices, i_total, _INDEX_USAGE)
+        for (v, i), (v_at, i_at) in zip(geometry, offsets.tolist(), strict=False):
+            slot.vertices.write(v, v_at)
+            slot.indices.write(i, i_at)
+        rec = slot.recorder.begin()
+        record_links(rec, textures.values())
         first = len(lists) if plan is None else next(n for n, p in enumerate(plan) if p is not None)
         # pass 1: the lists before the first retained one, and the static parts not kept. The
         # kept regions stay in the target: only the rest of it is cleared

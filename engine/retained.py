@@ -6,18 +6,18 @@ labels are the same frame after frame while only its cursor line moves. A
 :class:`~.overlay.DrawList` marked with :class:`Retain` splits into a *static* part (its first
 ``commands`` commands, which use its first ``vertices`` vertices) and a *dynamic* part drawn
 over it. The overlay keeps, per ``key``, the static part's exact inputs (vertex and index
-bytes, clip rectangles, textures and their versions, the target's size and clear colour); its
-pixels (the region: the union of its scissor rectangles) stay in the target. A frame whose
-static part is byte-for-byte the kept one, in a region the last submitted frame held at the
-same place, leaves them there instead of drawing it (a copy restores what was drawn over
-them, below); any difference, however small, draws it again. So a kept region is never
-stale, whatever made it change (new data, a zoom, a hover highlight, a new glyph in the font
-atlas).
+bytes, named where the overlay's buffers hold them, clip rectangles, textures and their
+versions, the target's size and clear colour); its pixels (the region: the union of its
+scissor rectangles) stay in the target. A frame whose static part is byte-for-byte the kept
+one, in a region the last submitted frame held at the same place, leaves them there instead
+of drawing it (a copy restores what was drawn over them, below); any difference, however
+small, draws it again. So a kept region is never stale, whatever made it change (new data, a
+zoom, a hover highlight, a new glyph in the font atlas).
 
 The frame is recorded in two render passes. Pass 1 clears the target (when regions are kept:
-loads it and clears only what lies outside them, :func:`outside`) and draws every list before
-the first retained one, whole, and the static parts of the retained lists not kept; then the
-copies below; pass 2 (the target loaded) draws the dynamic parts and every other list, in
+loads it and clears only what lies outside them, ``regions.outside``) and draws every list
+before the first retained one, whole, and the static parts of the retained lists not kept;
+then the copies below; pass 2 (the target loaded) draws the dynamic parts and every other list, in
 order. Compared with drawing all lists in
 order this moves a static part ahead of the lists between it and the first retained list, so
 it is exact when, as the contract requires, **a retained list's static commands own their
@@ -36,7 +36,6 @@ first copies back what it saved (``record_undo``): its saves and pixels are the 
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -46,6 +45,7 @@ import vulkan as vk
 from ._vk import ffi, new
 from .graphics import TARGET_FORMAT
 from .image import create_image
+from .regions import covered, drawn_over, scissor
 
 _GENERAL = vk.VK_IMAGE_LAYOUT_GENERAL
 
@@ -69,17 +69,6 @@ class Retain:
     bounds: tuple[float, float, float, float]
     tag: object = None
     reuse: bool = False
-
-
-def scissor(clip, transform, width: int, height: int):
-    """A clip rectangle in display units as integer target pixels ``(x, y, w, h)``, clamped to
-    the target (Dear ImGui's reference backends' rule); None when empty."""
-    ox, oy, fx, fy = transform
-    x0, y0 = max((clip[0] - ox) * fx, 0.0), max((clip[1] - oy) * fy, 0.0)
-    x1, y1 = min((clip[2] - ox) * fx, width), min((clip[3] - oy) * fy, height)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return int(x0), int(y0), int(x1 - x0), int(y1 - y0)
 
 
 class _Store:
@@ -169,7 +158,7 @@ class RetainedRegions:
         target still has its static pixels but under what that frame drew over it."""
         return entry.held == (self._commits, entry.rect if rect is None else rect)
 
-    def plan(self, lists, geometry, transform, size, clear, index_size: int):
+    def plan(self, lists, geometry, transform, size, clear, index_size: int, slot=None, offsets=()):
         """Per list: None (drawn whole), or ``(split, entry, signature, kept, tag, restore, save)``
         for a retained one: its static commands are ``commands[:split]``, ``kept`` says whether
         its pixels are kept (``signature`` None: reused, see :class:`Retain`). Lists whose
@@ -179,14 +168,20 @@ class RetainedRegions:
 
         ``restore`` (kept regions): the pixel rectangle the last frame drew over, copied back in
         from the store it saved it to, or None. ``save``: the rectangle this frame's second pass
-        draws over, saved to the other store before it does, or None."""
+        draws over, saved to the other store before it does, or None.
+
+        ``slot`` (with ``generation``, ``vertices`` and ``indices`` host-visible buffers) is where
+        this frame's geometry is written next, list ``n`` at ``offsets[n]`` (vertex and index
+        byte offsets): a kept signature names those bytes instead of holding a copy of them, and
+        is equal only while no later draw wrote over them (a static part not built for a while
+        is drawn again when next built)."""
         out, seen = [], set()
         for d, (v, i) in zip(lists, geometry, strict=True):
             r = getattr(d, "retain", None)
             if r is not None and r.reuse and r.key not in seen:
                 entry = self._kept.get(r.key)
-                if not self.holds(r.key, r.tag) or entry.signature[:3] != (tuple(size), tuple(clear),
-                                                                          tuple(transform)):
+                if not self.holds(r.key, r.tag) or entry.signature[0][:3] != (tuple(size), tuple(clear),
+                                                                             tuple(transform)):
                     raise ValueError(f"draw list {r.key!r} reuses pixels not kept for its tag: check "
                                      "RetainedRegions.holds(key, tag) before building a reusing list")
                 seen.add(r.key)
@@ -203,11 +198,11 @@ class RetainedRegions:
             if entry is None:
                 entry = self._kept[r.key] = _Kept(self.device, rect)
             old = entry.signature
-            kept = old is not None and self._held(entry, rect) and old[:4] == head \
-                and _same_bytes(old[4], static_v) and _same_bytes(old[5], static_i)
+            kept = old is not None and self._held(entry, rect) and old[0] == head \
+                and _still(old[1], static_v, static_i)
             entry.rect = rect
-            # the kept signature again when equal: the static part's bytes are copied only when new
-            sig = old if kept else (*head, static_v.tobytes(), static_i.tobytes())
+            at = offsets[len(out)] if slot is not None else None  # where this frame writes them
+            sig = (head, None if at is None else (slot, slot.generation + 1, at[0], at[1]))
             out.append((r.commands, entry, sig, kept, r.tag))
         for key in [k for k in self._kept if k not in seen]:  # a region no longer drawn
             self._kept.pop(key).close()
@@ -215,8 +210,8 @@ class RetainedRegions:
             return None
         first = next(n for n, p in enumerate(out) if p is not None)
         plan = out
-        saves = _covered([p[1].rect if p is not None else None for p in plan],
-                         _drawn_over(lists, geometry, out, first, transform, size, index_size))
+        saves = covered([p[1].rect if p is not None else None for p in plan],
+                         drawn_over(lists, geometry, out, first, transform, size, index_size))
         for n, p in enumerate(plan):
             if p is not None:
                 entry = p[1]
@@ -328,7 +323,7 @@ def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clea
     """``(pixel rectangle, signature head, static vertex bytes, static index bytes)`` of a retained
     list's static part (the bytes as views of this frame's geometry), or None when it cannot be
     kept (no commands, a linked texture, a split that cuts a command's indices). A kept
-    signature is the head and those bytes, copied."""
+    signature is the head and where the frame wrote those bytes (see ``RetainedRegions.plan``)."""
     from .graphics import VERTEX_DTYPE
 
     static = d.commands[:r.commands]
@@ -362,130 +357,26 @@ def _signature(d, r: Retain, v: np.ndarray, i: np.ndarray, transform, size, clea
 _COMPARE_BYTES = 1 << 16
 
 
-def _same_bytes(kept: bytes, now: np.ndarray) -> bool:
-    """Whether the uint8 view ``now`` holds exactly the bytes ``kept``, compared a block at a time
-    (no copy of a static part's megabytes of vertices made only to be compared and dropped)."""
-    if len(kept) != now.size:
+def _still(ref, vertices: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether the bytes a kept signature names (``(slot, generation, vertex offset, index
+    offset)``, see ``RetainedRegions.plan``) are still there, unwritten since, and equal to
+    ``vertices`` and ``indices`` (uint8 views), compared a block at a time."""
+    if ref is None:
         return False
-    return all(now[k:k + _COMPARE_BYTES].tobytes() == kept[k:k + _COMPARE_BYTES]
-               for k in range(0, len(kept), _COMPARE_BYTES))
-
-
-def clear_outside(cb, clear, rects, width: int, height: int) -> None:
-    """In a render pass that loaded the target: clear all of it but ``rects`` (the kept regions,
-    copied in whole after the pass; on lavapipe a full clear first cost milliseconds)."""
-    free = outside(rects, width, height)
-    if not free:
-        return
-    att = ffi.new("VkClearAttachment[1]")
-    att[0].aspectMask = vk.VK_IMAGE_ASPECT_COLOR_BIT
-    att[0].colorAttachment = 0
-    for i, c in enumerate(clear):
-        att[0].clearValue.color.float32[i] = c / 255.0
-    out = ffi.new("VkClearRect[]", len(free))
-    for k, (x, y, w, h) in enumerate(free):
-        out[k].rect.offset.x, out[k].rect.offset.y = x, y
-        out[k].rect.extent.width, out[k].rect.extent.height = w, h
-        out[k].baseArrayLayer, out[k].layerCount = 0, 1
-    vk.lib.vkCmdClearAttachments(cb, 1, att, len(free), out)
-
-
-def outside(rects, width: int, height: int) -> list[tuple[int, int, int, int]]:
-    """The part of the ``width`` x ``height`` target outside ``rects`` (``(x, y, w, h)`` each,
-    inside it), as disjoint rectangles: bands between the rectangles' top and bottom edges, and
-    in each band the spans no rectangle covers (a band taller when the next has the same)."""
-    ys = sorted({0, height, *(r[1] for r in rects), *(r[1] + r[3] for r in rects)})
-    out, open_ = [], {}  # (x0, x1) -> (y0, index in out) of a span still growing downwards
-    for y0, y1 in itertools.pairwise(ys):
-        covered = sorted((r[0], r[0] + r[2]) for r in rects if r[1] <= y0 and r[1] + r[3] >= y1)
-        spans, x = [], 0
-        for a, b in covered:
-            if a > x:
-                spans.append((x, a))
-            x = max(x, b)
-        if x < width:
-            spans.append((x, width))
-        grown = {}
-        for span in spans:
-            if span in open_:
-                start, k = open_[span]
-                out[k] = (span[0], start, span[1] - span[0], y1 - start)
-            else:
-                start, k = y0, len(out)
-                out.append((span[0], y0, span[1] - span[0], y1 - y0))
-            grown[span] = (start, k)
-        open_ = grown
-    return out
+    slot, generation, v_at, i_at = ref
+    if slot.generation != generation or slot.vertices is None or slot.indices is None:
+        return False
+    for kept, now in ((slot.vertices.array[v_at:v_at + vertices.size], vertices),
+                      (slot.indices.array[i_at:i_at + indices.size], indices)):
+        if kept.size != now.size or not all(kept[k:k + _COMPARE_BYTES].tobytes() == now[k:k + _COMPARE_BYTES]
+                                            .tobytes() for k in range(0, now.size, _COMPARE_BYTES)):
+            return False
+    return True
 
 
 def _range():
     return new("VkImageSubresourceRange", aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0,
                levelCount=1, baseArrayLayer=0, layerCount=1)
-
-
-def _drawn_over(lists, geometry, plan, first, transform, size, index_size: int) -> np.ndarray:
-    """Where the second pass draws: ``(n, 4)`` pixel boxes ``x0, y0, x1, y1``, one per list: what a
-    kept region has drawn over it this frame. A list drawn whole, or a retained list's dynamic
-    part, is boxed by its commands' scissors cut to the bounding box of the vertices its indices
-    name, a pixel wider on each side (a cursor line in a plot-wide scissor; a child window whose
-    commands clip to its parent's rectangle). A few operations per list: this runs every frame."""
-    from .graphics import VERTEX_DTYPE
-
-    ox, oy, fx, fy = transform
-    width, height = size
-    itype = np.uint16 if index_size == 2 else np.uint32
-    out = []
-    for n in range(first, len(lists)):
-        d, (v, i), p = lists[n], geometry[n], plan[n]
-        commands = [c for c in (d.commands if p is None else d.commands[p[0]:]) if c.index_count > 0]
-        rects = [r for r in (scissor(c.clip, transform, width, height) for c in commands) if r is not None]
-        if not v.size or not rects:
-            continue
-        box = [min(r[0] for r in rects), min(r[1] for r in rects), max(r[0] + r[2] for r in rects),
-               max(r[1] + r[3] for r in rects)]
-        spans: dict = {}  # cut to the vertices the commands' indices name: per vertex offset (one
-        for c in commands:  # unless 16-bit indices overflowed), the span of their indices
-            a, b = spans.get(c.vertex_offset, (c.index_offset, c.index_offset + c.index_count))
-            spans[c.vertex_offset] = (min(a, c.index_offset), max(b, c.index_offset + c.index_count))
-        index, lo, hi = i.view(itype), math.inf, -1
-        for offset, (a, b) in spans.items():
-            if b > a:
-                lo, hi = min(lo, int(index[a:b].min()) + offset), max(hi, int(index[a:b].max()) + offset)
-        position = v.view(np.float32).reshape(-1, VERTEX_DTYPE.itemsize // 4)
-        if hi < 0 or lo >= len(position):
-            continue  # (a bad index is draw()'s to report)
-        xs, ys = position[lo:hi + 1, 0], position[lo:hi + 1, 1]  # a column at a time: a strided
-        # 2-D reduce is 25 times slower
-        box = [max(box[0], math.floor((float(xs.min()) - ox) * fx) - 1),
-               max(box[1], math.floor((float(ys.min()) - oy) * fy) - 1),
-               min(box[2], math.ceil((float(xs.max()) - ox) * fx) + 1),
-               min(box[3], math.ceil((float(ys.max()) - oy) * fy) + 1)]
-        if box[0] < box[2] and box[1] < box[3]:
-            out.append(box)
-    return np.array(out, np.int64).reshape(-1, 4)
-
-
-def _covered(rects, boxes: np.ndarray) -> list:
-    """Per region ``(x, y, w, h)`` (None: none): the bounding box of the ``(n, 4)`` boxes
-    ``x0, y0, x1, y1`` inside it, clipped to it, or None when none reaches into it (all regions
-    against all boxes in one numpy expression: this runs every frame)."""
-    out = [None] * len(rects)
-    at = [n for n, r in enumerate(rects) if r is not None]
-    if not at or not len(boxes):
-        return out
-    regions = np.array([rects[n] for n in at], np.int64)
-    regions[:, 2:] += regions[:, :2]
-    lo = np.maximum(boxes[None, :, :2], regions[:, None, :2])  # (regions, boxes, 2)
-    hi = np.minimum(boxes[None, :, 2:], regions[:, None, 2:])
-    hit = (lo < hi).all(2)
-    big = np.iinfo(np.int64).max
-    x0y0 = np.where(hit[..., None], lo, big).min(1)
-    x1y1 = np.where(hit[..., None], hi, -big).max(1)
-    for k, n in enumerate(at):
-        if hit[k].any():
-            (x0, y0), (x1, y1) = x0y0[k].tolist(), x1y1[k].tolist()
-            out[n] = (x0, y0, x1 - x0, y1 - y0)
-    return out
 
 
 def _copy(cb, store: _Store, target, rect, into: bool) -> None:
