@@ -47,8 +47,10 @@ def map_file(f, size: int) -> np.ndarray:
 
 def _in_file(a: np.ndarray):
     """``(descriptor, file offset of a[0], the mapping's serial)`` when the 1-D array ``a`` lies
-    in a live sidecar mapping, else None."""
-    if not isinstance(a, np.ndarray) or a.ndim != 1 or not a.size:
+    in a live sidecar mapping, else None (also where there is no ``os.pread``: Windows reads
+    through the mapping)."""
+    if not _MAPPINGS or not hasattr(os, "pread") or not isinstance(a, np.ndarray) or a.ndim != 1 \
+            or not a.size:
         return None
     lo = a.ctypes.data
     hi = lo + (a.size - 1) * a.strides[0]
