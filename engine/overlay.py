@@ -56,7 +56,8 @@ from .graphics import VERTEX_DTYPE, overlay_pipeline
 from .image import write_png
 from .memory import Buffer
 from .overlay_target import OverlayTarget, record_host_read
-from .retained import Retain, RetainedRegions, clear_outside, scissor
+from .regions import clear_outside, scissor
+from .retained import Retain, RetainedRegions
 from .texture import Texture, record_links, record_uploads
 
 __all__ = ["VERTEX_DTYPE", "DrawCommand", "DrawList", "Overlay", "Retain"]
@@ -112,6 +113,7 @@ class _Slot:
         self.serial: int | None = None
         self.textures: tuple = ()
         self.plan = None  # the retained regions this recording draws or copies
+        self.generation = 0  # draws that wrote its buffers (a kept signature names one: retained.py)
 
     def close(self) -> None:
         self.recorder.close()
@@ -225,15 +227,6 @@ class Overlay:
             slot = self._slots[slot is self._slots[0]]
             if slot.serial is not None:
                 self.device.wait(slot.serial)  # its buffers and command buffer may still be in use
-        v_total = sum(v.size for v, _ in geometry)
-        i_total = sum(i.size for _, i in geometry)
-        slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
-        slot.indices = _ensure(self.device, slot.indices, i_total, _INDEX_USAGE)
-        v_at = i_at = 0
-        for v, i in geometry:
-            slot.vertices.write(v, v_at)
-            slot.indices.write(i, i_at)
-            v_at, i_at = v_at + v.size, i_at + i.size
         textures: dict[int, Texture] = {}
         for n, d in enumerate(lists):
             for c in d.commands:
@@ -243,14 +236,26 @@ class Overlay:
                 if c.texture.device is not self.device:
                     raise ValueError(f"texture {c.texture.id} belongs to another device")
                 textures[c.texture.id] = c.texture
-        rec = slot.recorder.begin()
-        record_links(rec, textures.values())
+        offsets = np.zeros((len(geometry) + 1, 2), np.int64)  # where each list's bytes go
+        offsets[1:] = np.cumsum([(v.size, i.size) for v, i in geometry], axis=0).reshape(-1, 2)
+        v_total, i_total = (int(t) for t in offsets[-1])
         clear = self.clear if clear is None else _color(clear)
         transform = (ox, oy, self.width / dw, self.height / dh)
-        plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size)
+        # the kept regions compare static parts with the bytes the frames before wrote: planned
+        # before this frame writes its own (retained.py)
+        plan = self.retained.plan(lists, geometry, transform, (self.width, self.height), clear, index_size,
+                                  slot, offsets.tolist())
+        slot.generation += 1
+        slot.vertices = _ensure(self.device, slot.vertices, v_total, _VERTEX_USAGE)
+        slot.indices = _ensure(self.device, slot.indices, i_total, _INDEX_USAGE)
+        for (v, i), (v_at, i_at) in zip(geometry, offsets.tolist(), strict=False):
+            slot.vertices.write(v, v_at)
+            slot.indices.write(i, i_at)
+        rec = slot.recorder.begin()
+        record_links(rec, textures.values())
         first = len(lists) if plan is None else next(n for n, p in enumerate(plan) if p is not None)
         # pass 1: the lists before the first retained one, and the static parts not kept. The
-        # kept regions are copied over after it: only the rest of the target is cleared
+        # kept regions stay in the target: only the rest of it is cleared
         kept = [p[1].rect for p in plan or () if p is not None and p[3]]
         self._begin_pass(rec, clear, load=bool(kept))
         if kept:
@@ -267,7 +272,7 @@ class Overlay:
                 d.commands if n < first else () if plan[n] is None or plan[n][3] else d.commands[:plan[n][0]]),
                 restart)
         vk.vkCmdEndRenderPass(rec.handle)
-        if plan is not None:  # the kept regions copied in, then pass 2: everything else, in order
+        if plan is not None:  # the kept regions' saves (retained.py), then pass 2: the rest, in order
             self.retained.record_copies(rec.handle, self.image, plan)
             self._begin_pass(rec, clear, load=True)
             if v_total and i_total:
@@ -373,9 +378,12 @@ class Overlay:
         if slot.serial is not None:
             self.device.wait(slot.serial)  # a command buffer cannot be pending twice
         uploads = staging = None
-        if any(t.pending for t in slot.textures):
+        again = slot.plan is None and slot.serial is not None  # this recording, submitted before
+        if again or any(t.pending for t in slot.textures):
             uploads = Recorder(self.device).begin()
             staging = record_uploads(uploads, slot.textures)
+            if again:  # the kept regions' static pixels under its second pass, back (retained.py)
+                self.retained.record_undo(uploads.handle, self.image)
             uploads.end()
         buffers = ([uploads.handle] if uploads else []) + [slot.recorder.handle]
         if readback:
@@ -384,10 +392,11 @@ class Overlay:
                                     signal=[*signal, *extra_signal])
         if uploads is not None:
             uploads.close()  # both released once this submission has finished
+        if staging is not None:
             staging.close()
         slot.serial = self._serial = serial
-        self.retained.commit(slot.plan)  # what this frame drew is kept for the next ones
-        slot.plan = None  # (submitting it again copies the same pixels: kept already)
+        self.retained.commit(slot.plan, again)  # what this frame drew is kept for the next ones
+        slot.plan = None  # (submitting it again leaves the target as the first time: see above)
         self.read_back_serial = serial if readback else None
         return serial
 

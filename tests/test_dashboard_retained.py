@@ -148,10 +148,50 @@ def test_overlay_keeps_a_region_only_while_its_inputs_are_the_same(change):
         assert np.array_equal(ov.render(), changed)  # the same frame drawn without keeping
 
 
+def test_a_kept_region_stores_only_the_pixels_drawn_over_it():
+    """The kept static pixels are those under what the frames draw over the region (a bar moving
+    as a cursor line does), saved and copied back in turn, not the region's whole image; each
+    frame, and a frame submitted again, equals the plain drawing."""
+    from caliper_vk.engine.overlay import VERTEX_DTYPE, DrawCommand, DrawList, Overlay, Retain
+    from caliper_vk.engine.texture import Texture
+
+    with Overlay(64, 48) as ov, Texture(ov.device, 1, 1, pixels=np.full((1, 1, 4), 255, np.uint8)) as tex:
+        idx = np.array([0, 1, 2, 0, 2, 3, 4, 5, 6, 4, 6, 7], np.uint32)
+
+        def frame(bar: float, retain: bool, square=(255, 0, 0, 255), submit=True):
+            v = np.zeros(8, VERTEX_DTYPE)
+            v["position"] = [(4, 4), (40, 4), (40, 40), (4, 40), (bar, 2), (bar + 1.5, 2), (bar + 1.5, 44),
+                             (bar, 44)]
+            v["color"] = [square] * 4 + [(0, 255, 0, 130)] * 4  # a blended bar
+            cmds = [DrawCommand(tex, (0, 0, 48, 48), 0, 6), DrawCommand(tex, (0, 0, 48, 48), 6, 6)]
+            ov.draw([DrawList(v, idx, cmds, Retain("a", 1, 4, (0, 0, 48, 48)) if retain else None)])
+            return ov.render() if submit else None
+
+        bars = [10.0, 10.0, 20.3, 33.0, 6.6]
+        kept = [frame(b, True) for b in bars]
+        assert np.array_equal(ov.render(), kept[-1])  # the same recording submitted again
+        assert np.array_equal(ov.render(), kept[-1])  # and again
+        r = ov.retained
+        assert r.hits == len(bars) - 1 and r.misses == 1
+        stored = sum(s.width * s.height for e in r._kept.values() for s in e.stores if s is not None)
+        assert 0 < stored < 48 * 48 / 4  # two thin strips, not the 48x48 region
+        plain = [frame(b, False) for b in bars]
+        for a, b in zip(kept, plain, strict=True):
+            assert np.array_equal(a, b)
+        # a signature names the bytes in the overlay's buffers, not a copy of them: a frame drawn
+        # and never submitted writes other bytes there, which the next frame must not take for
+        # the kept ones (the target holds the red square, not the blue)
+        frame(20.0, True), frame(20.0, True)
+        misses, blue = r.misses, (0, 0, 255, 255)
+        frame(20.0, True, blue, submit=False)
+        drawn = frame(20.0, True, blue)
+        assert r.misses == misses + 1 and np.array_equal(drawn, frame(20.0, False, blue))
+
+
 def test_the_target_outside_the_kept_regions_is_covered_once():
-    """A frame that copies kept regions clears only the rest of the target (engine/retained.py
+    """A frame that keeps regions clears only the rest of the target (engine/regions.py
     ``outside``): every pixel outside the regions exactly once, none inside."""
-    from caliper_vk.engine.retained import outside
+    from caliper_vk.engine.regions import outside
 
     rng = np.random.default_rng(1)
     for _ in range(300):

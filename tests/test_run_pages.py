@@ -64,3 +64,32 @@ def test_scale_decisions_scan_in_chunks_without_holding_the_file(big_run):
     assert scales.measured_extremes(run.metrics["m2"]) == (pytest.approx(1.0, abs=1e-6), 52.0)
     assert not model.spans_decades([run], panel)
     assert _rss_file_mb() - base < 8  # three 8 MB columns scanned: never all resident at once
+
+
+def test_reads_and_searches_in_a_run_file_equal_numpy_and_map_nothing(big_run):
+    from caliper_vk.record import mapped
+
+    run = load_run(big_run)
+    s = run.metrics["m2"]
+    steps = np.asarray(s.step)
+    for key in (-5, 0, 1, 511, 512, 123_456, 999_998, 999_999, 10**7):
+        for side in ("left", "right"):
+            assert mapped.search(s.step, np.int64(key), side) == np.searchsorted(steps, key, side=side)
+    assert mapped.search(s.step[::3], np.int64(3000), "left") == 1000  # a strided view
+    assert mapped.item(s.value, 12347) == 52.0 and mapped.item(s.value, -1) == s.value[-1]
+    with pytest.raises(IndexError):
+        mapped.item(s.value, N)
+    assert mapped.item(np.arange(5), 2) == 2 and mapped.search(np.arange(5), 3) == 3  # no run file
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status (Linux)")
+def test_a_cursor_readout_maps_no_page_of_the_run_file(big_run):
+    from caliper_vk.dashboard import model
+
+    run = load_run(big_run)
+    release_pages()
+    base = _rss_file_mb()
+    readings = [model.read_cursor(run, f"m{k}", "step", 654_321.5) for k in range(3)]
+    assert _rss_file_mb() - base < 0.5  # a folio per value and per search probe when read through the mapping
+    assert [r.step for r in readings] == [654_321] * 3 and readings[1].value == run.metrics["m1"].value[654_321]
+    assert not run.metrics["m0"].placeholder.any() and run.metrics["m0"].placeholder.strides == (0,)

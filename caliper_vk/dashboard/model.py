@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..record import Run
+from ..record.mapped import item, search
 from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
 
@@ -151,10 +152,10 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
     if i is None:
         first = f" (step {int(s.step[0])})" if len(s) else ""
         return Reading(run.name, key, "before-first", text=f"before its first sample{first}")
-    v = float(s.value[i])
-    ph = bool(s.placeholder[i])
-    text = f"{_fmt(v)} at step {int(s.step[i])}" + (" (placeholder, not a measurement)" if ph else "")
-    return Reading(run.name, key, "value", int(s.step[i]), v, ph, text)
+    # read, not mapped: a touch would map a whole folio of each column (record/mapped.py)
+    v, ph, at = float(item(s.value, i)), bool(item(s.placeholder, i)), int(item(s.step, i))
+    text = f"{_fmt(v)} at step {at}" + (" (placeholder, not a measurement)" if ph else "")
+    return Reading(run.name, key, "value", at, v, ph, text)
 
 
 def frame_reading(run: Run, frames: list, axis: str, x: float) -> tuple[object | None, str]:
@@ -245,14 +246,34 @@ def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
     return ema(values, alpha, gaps="hold")
 
 
+def _int_keys(keys, side: str) -> np.ndarray:
+    """Float search keys as int64 ones that find the same places in an integer column: a sample
+    ``x < k`` exactly when ``x < ceil(k)`` (side "left"), ``x <= k`` when ``x <= floor(k)``
+    ("right"). NaN sorts last, as in numpy's float search; keys are clamped to +-2**62 (no
+    step is that large)."""
+    k = np.asarray(keys, np.float64)
+    k = np.where(np.isnan(k), np.inf, np.ceil(k) if side == "left" else np.floor(k))
+    return np.clip(k, -(2.0 ** 62), 2.0 ** 62).astype(np.int64)
+
+
+def search_x(x: np.ndarray, key: float, side: str = "left") -> int:
+    """``np.searchsorted(x, key, side)`` of a sorted x column. The step axis's x is the run's own
+    int64 step column (no float copy of it is made, see ScalarPanels._series): searched with an
+    integer key, so numpy converts no column to float, and in a run file by reading a few values
+    (record/mapped.py: nothing mapped)."""
+    return search(x, _int_keys(key, side)[()] if x.dtype.kind in "iu" else key, side)
+
+
 def reduce_columns(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: int):
     """Per-column min / max of the samples in [x0, x1] over ``columns`` columns (a million-step
-    trace drawn without losing a spike). ``x`` is sorted (steps are). Columns without finite
-    samples are NaN."""
-    lo_i, hi_i = np.searchsorted(x, [x0, x1], side="left")[0], np.searchsorted(x, x1, side="right")
+    trace drawn without losing a spike). ``x`` is sorted (steps are): floats, or an integer step
+    column (searched with integer keys: the same places, no float copy of it). Columns without
+    finite samples are NaN."""
+    lo_i, hi_i = search_x(x, x0, "left"), search_x(x, x1, "right")
     xs, ys = x[lo_i:hi_i], y[lo_i:hi_i]
     edges = x0 + np.arange(columns + 1) * ((x1 - x0) / columns)
-    starts = np.searchsorted(xs, edges[:-1], side="left")
+    starts = np.searchsorted(xs, _int_keys(edges[:-1], "left") if xs.dtype.kind in "iu" else edges[:-1],
+                             side="left")
     ends = np.append(starts[1:], len(xs))
     lo = np.full(columns, np.nan)
     hi = np.full(columns, np.nan)

@@ -11,6 +11,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from ..record import Run
+from ..record.mapped import item
 from . import model
 from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec, fit_text, fitted_text
 
@@ -187,8 +188,8 @@ class ScalarPanels:
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [(float(x[0]), float(x[-1])) for run in self.full_runs for k in panel.keys  # whole runs
-                if (s := run.metrics.get(k)) is not None and len(x := self._series(run, s)["x"])]
+        ends = [t["ends"] for run in self.full_runs for k in panel.keys  # whole runs
+                if (s := run.metrics.get(k)) is not None and len((t := self._series(run, s))["x"])]
         if not ends:
             return None
         lo, hi = min(e[0] for e in ends), max(e[1] for e in ends)
@@ -214,16 +215,19 @@ class ScalarPanels:
         hit = self._cache.get(key)
         if hit is None:
             # series logged together share their step column (see Series): convert it once, and
-            # copy nothing that needs no change (a million-step series is 8 MB a column)
+            # copy nothing that needs no change (a million-step series is 8 MB a column). On the
+            # step axis x is the step column itself (integers: model.search_x searches it exactly)
             xkey = ("x", id(run), id(s.step), self.axis)
             x = self._cache.get(xkey)
             if x is None:
-                x = self._cache[xkey] = run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+                x = self._cache[xkey] = s.step if self.axis == "step" else \
+                    run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
             y, ph = s.value.astype(np.float64, copy=False), s.placeholder
             okkey = ("finite x", id(x))  # a shared step column is checked once, not per series
             ok = self._cache.get(okkey)
             if ok is None:
-                ok = self._cache[okkey] = True if np.isfinite(x).all() else np.isfinite(x)
+                finite_x = x.dtype.kind in "iu" or np.isfinite(x).all()  # (integers are)
+                ok = self._cache[okkey] = True if finite_x else np.isfinite(x)
             if ok is not True:
                 x, y, ph = x[ok], y[ok], ph[ok]
             # no NaN/Inf sample when the column's extremes are finite (known from the scale
@@ -232,7 +236,8 @@ class ScalarPanels:
             bad = np.zeros(0, np.intp) if finite else np.flatnonzero(~np.isfinite(y))
             hit = self._cache[key] = {
                 "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
-                "ph_x": x[ph], "ph_y": y[ph], "bad_x": x[bad]}
+                "ph_x": x[ph].astype(np.float64), "ph_y": y[ph], "bad_x": x[bad].astype(np.float64),
+                "ends": _ends(x) if len(x) else None}
         return hit
 
     def _smoothed(self, run, s, series: dict) -> np.ndarray:
@@ -256,24 +261,27 @@ class ScalarPanels:
         x = t["x"]
         if not len(x):
             return
+        first, last = t["ends"]
         if lim is None:  # fitting: the whole series
-            i0, i1, x0, x1 = 0, len(x), float(x[0]), float(x[-1])
+            i0, i1, x0, x1 = 0, len(x), first, last
         else:  # the visible samples and one either side, so lines reach the plot's edges
-            i0 = max(0, int(np.searchsorted(x, lim[0], side="left")) - 1)
-            i1 = min(len(x), int(np.searchsorted(x, lim[1], side="right")) + 1)
-            x0, x1 = max(lim[0], float(x[0])), min(lim[1], float(x[-1]))
+            i0 = max(0, model.search_x(x, lim[0], "left") - 1)
+            i1 = min(len(x), model.search_x(x, lim[1], "right") + 1)
+            x0, x1 = max(lim[0], first), min(lim[1], last)
         reduce = i1 - i0 > 3 * plot_w and x1 > x0
+        # the samples themselves, when drawn: as floats, as ImPlot takes them with y
+        xs = None if reduce else x[i0:i1].astype(np.float64, copy=False)
         if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
             c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
             implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
             implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
             implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
         else:  # a placeholder is not part of the measured trace
-            implot.plot_line(label, x[i0:i1], t["measured"][i0:i1],
+            implot.plot_line(label, xs, t["measured"][i0:i1],
                              _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
         if self._clip is not None:  # a long trace: one mark per pixel column, not per sample
             self._clipped(c, hi, lo, rgb) if reduce else self._clipped(
-                x[i0:i1], t["measured"][i0:i1], t["measured"][i0:i1], rgb)
+                xs, t["measured"][i0:i1], t["measured"][i0:i1], rgb)
         if len(t["ph_x"]):
             grey = (0.6, 0.6, 0.6)
             implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
@@ -289,7 +297,7 @@ class ScalarPanels:
                 c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
                 implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
             else:
-                implot.plot_line(f"{label} smoothed", x[i0:i1], sm[i0:i1], spec)
+                implot.plot_line(f"{label} smoothed", xs, sm[i0:i1], spec)
             self._item("smoothed (EMA, beside the raw trace)", (0.85, 0.85, 0.85))
 
     def _best_marks(self, run: Run, rgb) -> None:
@@ -320,3 +328,8 @@ class ScalarPanels:
             if all(abs(px - other) > width for other in self._tags):
                 self._tags.append(px)
                 implot.tag_x(x, _col(rgb, 0.8))
+
+
+def _ends(x: np.ndarray) -> tuple[float, float]:
+    """The first and last x of a column, as floats (a run file's step column: read, not mapped)."""
+    return float(item(x, 0)), float(item(x, -1))

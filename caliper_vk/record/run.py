@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .log import encode_array
+from .mapped import search
 
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
@@ -50,7 +51,7 @@ class Series:
             key = np.int64(math.floor(step))  # convert the whole step column on every call)
         except (OverflowError, ValueError):
             key = step
-        i = int(np.searchsorted(self.step, key, side="right")) - 1
+        i = search(self.step, key, side="right") - 1  # in a run file: read, not mapped (mapped.py)
         return i if i >= 0 else None
 
     def measured(self) -> tuple[np.ndarray, np.ndarray]:

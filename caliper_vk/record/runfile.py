@@ -209,6 +209,13 @@ def _checked_steps(stored: np.ndarray, where: str, columns: list) -> tuple:
     return _same_steps(steps, columns), order
 
 
+def _unmarked(n: int) -> np.ndarray:
+    """The placeholder column of a series without placeholders (most are): ``n`` read-only
+    False values that take no memory (a broadcast scalar), where a column of its own per series
+    would hold 1 MB per million steps once a scan touched it."""
+    return np.broadcast_to(np.False_, (n,))
+
+
 def _column(obj, where: str, dtype) -> np.ndarray:
     a = decode_array(obj, where)
     if a.ndim != 1:
@@ -291,7 +298,7 @@ def run_from_doc(doc, path: Path) -> Run:
                 raise RunFileError(f"{where}.goal: expected 'min', 'max' or null")
             if not known_finite:
                 finite &= bool(np.all(np.isfinite(values)))
-            run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else np.zeros(len(steps), bool),
+            run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else _unmarked(len(steps)),
                                     _text(m.get("unit"), f"{where}.unit"),
                                     _text(m.get("description"), f"{where}.description"), goal)
         except RunFileError as exc:
