@@ -207,7 +207,9 @@ def cpu_per_panel(counts, frames: int) -> dict:
             s.render()
             cpu = []
             for _ in range(frames):
-                s.flush()  # the previous frame is done: measure a drawing step
+                # the previous frame has completed and is not collected yet, as in a training
+                # loop: the step collects it (each panel reads its counters back), then draws
+                s.device.wait()
                 t0 = time.thread_time()
                 s.step()
                 cpu.append(time.thread_time() - t0)

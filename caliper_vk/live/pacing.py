@@ -9,6 +9,7 @@ get their frame.
 
 from __future__ import annotations
 
+from collections import deque
 import time
 
 import numpy as np
@@ -40,7 +41,7 @@ class Pacing:
         self.saving = saving and not windowed  # offscreen, with an output folder
         self.held = 0  # steps that drew nothing because the last frame was under 1/max_fps ago
         self.submit_time = 0.0
-        self.frame_times: list[float] = []
+        self.frame_times: deque[float] = deque(maxlen=30)  # the last 30 submit -> complete times
 
     def save_due(self, step: int) -> bool:
         return self.saving and self.save_every > 0 and step % self.save_every == 0
@@ -56,7 +57,6 @@ class Pacing:
     def completed(self) -> None:
         """The frame in flight was seen complete: keep the last 30 submit → complete times."""
         self.frame_times.append(time.perf_counter() - self.submit_time)
-        del self.frame_times[:-30]
 
     @property
     def frame_ms(self) -> float:

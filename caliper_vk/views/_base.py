@@ -121,6 +121,15 @@ class ViewBase:
             self.stale = True
         return buf
 
+    def _stat_words(self, count: int) -> list[int]:
+        """The first ``count`` uint32 words of the ``stats`` buffer as ints: read by
+        ``finish()`` every frame, so the numpy view of the mapping is made once per buffer."""
+        buf = self._buffers["stats"]
+        held = getattr(self, "_stats_view", None)
+        if held is None or held[0] is not buf or held[1] != count:
+            held = self._stats_view = (buf, count, buf.view(np.uint32, count))
+        return held[2].tolist()
+
     def _upload(self, name: str, array: np.ndarray) -> Buffer:
         buf = self._buffer(name, array.nbytes)
         if array.nbytes:

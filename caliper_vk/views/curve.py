@@ -126,8 +126,8 @@ class Curve(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 2)
-        self.stats = {"nan": int(s[0]), "inf": int(s[1])}
+        nan, inf = self._stat_words(2)
+        self.stats = {"nan": nan, "inf": inf}
 
     # -- the numpy twin -----------------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:

@@ -165,8 +165,8 @@ class Heatmap(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 7)
-        self.stats = dict(zip(STAT_NAMES, (int(v) for v in s[:5]), strict=True))
+        s = self._stat_words(7)
+        self.stats = dict(zip(STAT_NAMES, s[:5], strict=True))
         # the finite extremes this frame read (None when it read no finite value)
         self.seen_range = ((float(_exact.from_orderable(s[5])), float(_exact.from_orderable(s[6])))
                            if s[5] != 0xFFFFFFFF else None)

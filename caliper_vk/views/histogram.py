@@ -199,8 +199,7 @@ class Histogram(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 6)
-        self.stats = dict(zip(STAT_NAMES, (int(v) for v in s[:5]), strict=True))
+        self.stats = dict(zip(STAT_NAMES, self._stat_words(5), strict=True))
         self.counts = self._buffers["counts"].view(np.uint32, self.bins).copy()
         if self.history:
             self._pending = (self._frame_version, self.counts, self._frame_grid)

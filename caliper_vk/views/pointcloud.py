@@ -443,8 +443,8 @@ class PointCloud(ViewBase):
         self.stale = False
 
     def finish(self) -> None:
-        nonfinite, offscreen, bad_values, _ = self._buffers["stats"].view(np.uint32, 4).tolist()
-        n = self.source.shape[0]
+        nonfinite, offscreen, bad_values, _ = self._stat_words(4)
+        n = self.source.array.shape[0]
         self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
                       "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}
 

@@ -384,8 +384,7 @@ class TextGrid(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._buffers["stats"].view(np.uint32, 5)
-        self.stats = dict(zip(STAT_NAMES, (int(v) for v in s), strict=True))
+        self.stats = dict(zip(STAT_NAMES, self._stat_words(5), strict=True))
 
     # -- the numpy twin ---------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
