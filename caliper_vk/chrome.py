@@ -251,8 +251,7 @@ class TextStrip:
         rec.copy_buffer_to_image(self._buffer, self.target, r.x, r.y, r.width, r.height)
         self.stale = False
 
-    def finish(self) -> None:
-        pass
+    finish = None  # nothing to read back (the canvas drawable protocol)
 
     def reference(self, width: int, height: int) -> np.ndarray:
         return self.render(width, height)

@@ -13,7 +13,8 @@ Drawables (the views in ``caliper_vk.views``) follow a small protocol:
 ``record(recorder)``
     record the drawable's other passes (called only when the canvas re-records);
 ``finish()``
-    read results back (counters) once the frame has completed;
+    read results back (counters) once the frame has completed; None for a drawable
+    with nothing to read back (the canvas calls it every frame: no empty call);
 ``stale``
     True when the recorded commands no longer match its resources;
 ``reference(width, height)``
@@ -270,7 +271,9 @@ class Canvas:
     def finish(self) -> None:
         """Collect a completed frame: each panel reads its counters back."""
         for p in self.panels:
-            p.drawable.finish()
+            finish = p.drawable.finish
+            if finish is not None:
+                finish()
         self.frames += 1
 
     def render(self) -> np.ndarray:

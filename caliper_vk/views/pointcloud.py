@@ -194,13 +194,14 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
-    def _fit(self) -> tuple[list, list, float | None]:
+    def _fit(self, check: bool = True) -> tuple[list, list, float | None]:
         """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
         radius of the finite points (cached per data version).
 
         A live source is fitted again whenever its bytes changed (:func:`unchanged`), so this
-        keeps to a few numpy calls."""
-        if self._fit_cache is None or (self.source.live and not unchanged(self._fit_of, self.source)):
+        keeps to a few numpy calls. ``check=False``: the caller found them changed (fit now)."""
+        if not check or self._fit_cache is None or (
+                self.source.live and not unchanged(self._fit_of, self.source)):
             snap = snapshot(self.source) if self.source.live else None
             pos = self.positions
             dim = pos.shape[1]
@@ -336,13 +337,29 @@ class PointCloud(ViewBase):
         return 2 * n * len(self._foot) <= self.rect.width * self.rect.height
 
     def prepare(self) -> None:
+        # per frame and panel, so in one function: the input's place (what _input() answers
+        # for an imported source), then the key of everything params() and the rest read
         src = self.source
         imported = src.imported
         if imported is not None and self._bound.get("positions") is imported:
-            base, dtype = imported.offset, DTYPE_CODES[src.dtype]  # _input()'s answer, per frame
+            base, dtype = imported.offset, DTYPE_CODES[src.dtype]
         else:
             _, base, dtype = self._input("positions", src)
-        key = self._params_key(base, dtype)
+        if self.bounds is not None:
+            fit = self.bounds.tobytes()
+        else:
+            # the fit is made again when the positions' bytes changed (_pointfit.unchanged, inline)
+            fit, snap, a = self._fit_cache, self._fit_of, src.array
+            if fit is None or (src.live and (snap is None or snap[0] != src.dtype or snap[1] != a.shape
+                                             or a.tobytes() != snap[2])):
+                fit = self._fit(check=False)
+        vr = self.value_range
+        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
+                                                  tuple(float(v) for v in vr))
+        # an equal key means an equal block, colour indices and buffers
+        key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
+               id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
+               self.color_pass)
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
@@ -366,23 +383,6 @@ class PointCloud(ViewBase):
         if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
             self.stale = True
         self._params_of = key
-
-    def _params_key(self, base: int, dtype: int) -> tuple:
-        """Everything :meth:`params` and :meth:`prepare` read: an equal key means an equal
-        block, colour indices and buffers (the fit compares the positions' bytes with those it
-        was made from)."""
-        if self.bounds is not None:
-            fit = self.bounds.tobytes()
-        else:
-            fit, src, snap = self._fit_cache, self.source, self._fit_of
-            if fit is None or (src.live and (snap is None or not unchanged(snap, src))):
-                fit = self._fit()  # (its own test again: the same answer)
-        vr = self.value_range
-        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
-                                                  tuple(float(v) for v in vr))
-        return (fit, self.source.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
-                id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
-                self.color_pass)
 
     def _spec(self, dtype: int) -> tuple:
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
