@@ -214,8 +214,37 @@ def cpu_per_panel(counts, frames: int) -> dict:
                 s.step()
                 cpu.append(time.thread_time() - t0)
             s.flush()
+            floor = submit_floor(s, frames)
         st = stats(cpu)
-        out[n] = {"cpu_ms_per_frame": st["median_ms"], "cpu_ms_per_panel": st["median_ms"] / n}
+        out[n] = {"cpu_ms_per_frame": st["median_ms"], "cpu_ms_per_panel": st["median_ms"] / n,
+                  "floor_ms": stats(floor)["median_ms"]}
+    return out
+
+
+def submit_floor(s, frames: int) -> list[float]:
+    """The floor of a frame on the calling thread: a fence reset and one ``vkQueueSubmit`` of the
+    same frame's two command buffers (no semaphores, no Python around it), timed as the frames
+    are, right after the previous one completed."""
+    import vulkan as vk
+
+    ffi, lib, dev = vk.ffi, vk.lib, s.device
+    canvas = s.canvas
+    cbs = ffi.new("VkCommandBuffer[]", [canvas._reads_recorder.handle, canvas._recorder.handle])
+    info = ffi.new("VkSubmitInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 2,
+                                      "pCommandBuffers": cbs})
+    fence = vk.vkCreateFence(dev.handle, vk.VkFenceCreateInfo(flags=vk.VK_FENCE_CREATE_SIGNALED_BIT), None)
+    fences = ffi.new("VkFence[1]", [fence])
+    out = []
+    try:
+        for _ in range(frames):
+            lib.vkWaitForFences(dev.handle, 1, fences, vk.VK_TRUE, 10**10)
+            t0 = time.thread_time()
+            lib.vkResetFences(dev.handle, 1, fences)
+            lib.vkQueueSubmit(dev.queue, 1, info, fence)
+            out.append(time.thread_time() - t0)
+        lib.vkWaitForFences(dev.handle, 1, fences, vk.VK_TRUE, 10**10)
+    finally:
+        vk.vkDestroyFence(dev.handle, fence, None)
     return out
 
 
