@@ -507,6 +507,8 @@ def bounds(res: dict) -> list[str]:
     the figures quoted are this run's)."""
     op = res.get("dashboard", {}).get("open", {})
     digits = res.get("overhead", {}).get("loops", {}).get("digits", {}).get("0.1", {})
+    cpu = res.get("cpu_per_panel", {})
+    one_panel = cpu.get(1, cpu.get("1", {}))
     return [
         "", "## What bounds the missed targets", "",
         *pointcloud_suite.bounds(res.get("pointcloud", {})),
@@ -520,7 +522,7 @@ def bounds(res: dict) -> list[str]:
         "compares its positions' bytes for its fit) and the submission. A hand-written frame doing "
         "just that for one panel in one function took about 77 µs here (measured once while this was "
         "worked on, 2026-12-02; not part of this suite), against this run's floor of "
-        f"{1000 * res.get('cpu_per_panel', {}).get(1, res.get('cpu_per_panel', {}).get('1', {})).get('floor_ms', float('nan')):.0f} µs: "
+        f"{1000 * one_panel.get('floor_ms', float('nan')):.0f} µs: "
         "reaching 100 µs would need the steady-state frame compiled into such a plan at layout time "
         "(with every view's per-frame check in it), not a shorter version of the general path.",
         "- **Training overhead drawing every frame it can, and the GPT loop.** lavapipe draws on the "
