@@ -30,9 +30,11 @@ class Clock:
 
 
 def simulate(share, steps, train_s, frame_s, probe_s=0.0, write_s=0.0, save_every=0, min_fps=1.0,
-             first_frame_s=None, use_due=True, device_s=0.0):
+             first_frame_s=None, use_due=True, device_s=0.0, interfere_s=0.0):
     """A loop ``if due(): probe; [write]; step(); train`` on a fake clock. Returns the budget,
-    the steps drawn, and the Caliper seconds and wall seconds the simulation itself added up."""
+    the steps drawn, and the Caliper seconds and wall seconds the simulation itself added up.
+    ``interfere_s``: the training step right after a drawn frame takes that much longer (the
+    frame runs on its cores), Caliper's cost too."""
     clock = Clock()
     b = Budget(share, min_fps, clock=clock)
     drawn, caliper = [], 0.0
@@ -60,6 +62,9 @@ def simulate(share, steps, train_s, frame_s, probe_s=0.0, write_s=0.0, save_ever
         if drew:
             drawn.append((i, entered))
         clock.t += train_s
+        if interfere_s and drew:
+            clock.t += interfere_s
+            caliper += interfere_s
         b.trace.append((clock.t - start, caliper))
     return SimpleNamespace(b=b, drawn=drawn, caliper=caliper, wall=clock.t - start)
 
@@ -175,6 +180,31 @@ def test_budget_counts_frames_executed_on_a_cpu_device():
     assert r.caliper / r.wall <= 0.05 * 1.03, f"{r.caliper / r.wall:.4f} with the device's time"
     assert r.caliper / r.wall >= 0.05 * 0.8, "frames should fill the budget, not only the minimum rate"
     assert r.b.device_cost == pytest.approx(0.004)
+
+
+def test_budget_counts_what_training_loses_while_a_frame_runs():
+    # each frame runs 1 ms by its timestamps but stalls the next training step by 5 ms (ops
+    # waiting at a barrier for the core the frame took): the measured loss is what counts
+    r = simulate(0.05, 3000, train_s=0.010, frame_s=0.001, probe_s=0.001, device_s=0.001,
+                 interfere_s=0.005)
+    assert r.caliper / r.wall <= 0.05 * 1.03, f"{r.caliper / r.wall:.4f} with the stalls counted"
+    assert r.caliper / r.wall >= 0.05 * 0.8, "frames should fill the budget, not only the minimum rate"
+    assert r.b.device_cost == pytest.approx(0.005, rel=0.02)
+    # the negative control: counted by the timestamps alone, the same loop goes over its budget
+    plain = simulate(0.05, 3000, train_s=0.010, frame_s=0.001, probe_s=0.001, device_s=0.001)
+    stalls = sum(0.005 for _ in plain.drawn)
+    assert (plain.caliper + stalls) / (plain.wall + stalls) > 0.05 * 1.3
+
+
+def test_budget_leaves_an_outlier_step_out_of_the_loss():
+    # a validation pass (2 s) right after a frame is not the frame's doing: the timestamps count
+    r = simulate(0.05, 400, train_s=0.010, frame_s=0.001, probe_s=0.001, device_s=0.002)
+    b = r.b
+    b.leave(b.enter(), True)  # a frame in flight ...
+    b.clock.t += 2.0  # ... across a long pause
+    b.enter()
+    b.executed(0.002)
+    assert b.device_cost == pytest.approx(0.002, rel=0.05)
 
 
 def test_budget_due_answers_once_per_step():

@@ -27,7 +27,10 @@ pipelines, is forgiven after a couple of seconds).
 
 On a CPU Vulkan device (lavapipe) a frame is also executed by the driver's
 threads on the cores training runs on; there the session times each frame's
-execution with Vulkan timestamps and counts it too (:meth:`Budget.executed`).
+execution with Vulkan timestamps and counts it too (:meth:`Budget.executed`),
+or what the training measurably lost while the frame ran when that is more:
+the loop's own time over the steps the frame spanned, against its time per
+step with no frame running.
 
 Three things override it. The display is never starved: when no frame was
 drawn for ``1 / min_fps`` seconds (5 s by default: ``min_fps=0.2``), the next
@@ -57,6 +60,8 @@ DEFAULT_MIN_FPS = 0.2  # a frame at least every 5 s: the budget rules up to 5 s 
 SHARE_WINDOW_S = 5.0  # time constant of the share the status line shows
 FORGIVE_S = 2.0  # debts older than this much wall time (at the budget's rate) are forgiven
 COST_WEIGHT = 0.3  # weight of the newest frame in the running cost estimate
+CLEAR_WEIGHT = 0.05  # weight of the newest step in the running training time without a frame running
+OUTLIER_STEPS = 5.0  # a step longer than this many typical ones (a validation pass) is not sampled
 
 
 def default_share() -> float | None:
@@ -130,6 +135,13 @@ class Budget:
         self.interacting = False  # input arrived: the next step draws whatever the credit
         self._span = 0.0  # this step's due() span (part of the frame's cost)
         self._executed = 0  # frames whose execution time was reported
+        # What training measurably loses while a frame runs (see executed()): the loop's own time
+        # between steps, as a running mean over steps with no frame in flight, and summed over
+        # the steps the frame in flight spanned
+        self.clear_train: float | None = None
+        self._busy = False  # a frame was in flight when the current step interval began
+        self._busy_train, self._busy_steps = 0.0, 0
+        self._device_spent = 0.0  # device time counted into spent since the last entry
 
     # -- what the session reports ---------------------------------------------------------
     @property
@@ -181,13 +193,23 @@ class Budget:
 
     def executed(self, seconds: float) -> None:
         """A frame ran ``seconds`` on a CPU device (lavapipe draws on the cores training runs on):
-        that time is taken from training too, so it counts."""
-        self.spent += seconds
+        that time is taken from training too, so it counts; or what the training measurably lost
+        while the frame ran, when that is more. That loss is the loop's own time over the steps
+        the frame spanned, less as many steps' worth of its time with no frame running: on two
+        cores a frame also stalls the training's ops that wait at a barrier for the thread it
+        took the core from, which its timestamps do not see."""
+        lost = None
+        if self._busy_steps and self.clear_train is not None:
+            lost = self._busy_train - self._busy_steps * self.clear_train
+        self._busy_train, self._busy_steps = 0.0, 0
+        charge = seconds if lost is None else max(seconds, lost)
+        self.spent += charge
+        self._device_spent += charge
         self._executed += 1
         if self._executed == 1:
             return  # the first frame compiles the shaders (llvmpipe JITs them): not a typical cost
-        self.device_cost = seconds if not self.device_cost else (
-            (1 - COST_WEIGHT) * self.device_cost + COST_WEIGHT * seconds)
+        self.device_cost = charge if not self.device_cost else (
+            (1 - COST_WEIGHT) * self.device_cost + COST_WEIGHT * charge)
 
     def enter(self) -> float:
         """``step()`` begins: fold the wall and Caliper time since the last step into the
@@ -202,6 +224,7 @@ class Budget:
             self._span = 0.0
         if self.last_entry is not None:
             dt = max(now - self.last_entry, 0.0)
+            self._sample_training(dt - (self.spent - self._device_spent))
             decay = math.exp(-dt / SHARE_WINDOW_S)
             self.inside = self.inside * decay + self.spent
             self.wall = self.wall * decay + dt
@@ -210,13 +233,31 @@ class Budget:
                 self.credit = min(self.credit + self.share * dt - self.spent, cost)
                 self.credit = max(self.credit, -(self.share * FORGIVE_S + cost))
         self.spent = 0.0
+        self._device_spent = 0.0
         self.last_entry = now
         return now
 
-    def leave(self, entered: float, drew: bool) -> None:
-        """``step()`` returns: its own time counts; a drawn frame updates the cost estimate."""
+    def _sample_training(self, train: float) -> None:
+        """The loop's own time between the last two steps: into the running mean with no frame
+        running, or summed for the frame in flight (an outlier such as a validation pass is left
+        out of both)."""
+        clear = self.clear_train
+        if clear is not None and train > OUTLIER_STEPS * clear:
+            return
+        if self._busy:
+            self._busy_train += train
+            self._busy_steps += 1
+        elif clear is None:
+            self.clear_train = train
+        else:
+            self.clear_train = clear + CLEAR_WEIGHT * (train - clear)
+
+    def leave(self, entered: float, drew: bool, inflight: bool | None = None) -> None:
+        """``step()`` returns: its own time counts; a drawn frame updates the cost estimate.
+        ``inflight``: whether a frame is still running after this step (default: ``drew``)."""
         took = self.clock() - entered
         self.spent += took
+        self._busy = drew if inflight is None else inflight
         self.answer = None
         if drew:
             if self.frames:  # the first frame builds pipelines and layouts: not a typical cost

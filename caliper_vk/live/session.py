@@ -248,7 +248,7 @@ class Session(Rewind):
         try:
             drew = self._step(step)
         finally:
-            self.budget.leave(entered, drew)
+            self.budget.leave(entered, drew, self._inflight)
         return drew
 
     def _step(self, step: int | None) -> bool:
