@@ -34,7 +34,8 @@ def simulate(share, steps, train_s, frame_s, probe_s=0.0, write_s=0.0, save_ever
     """A loop ``if due(): probe; [write]; step(); train`` on a fake clock. Returns the budget,
     the steps drawn, and the Caliper seconds and wall seconds the simulation itself added up.
     ``interfere_s``: the training step right after a drawn frame takes that much longer (the
-    frame runs on its cores), Caliper's cost too."""
+    frame runs on its cores): that stall is the frame's cost to training, whatever its
+    timestamps (``device_s``) say."""
     clock = Clock()
     b = Budget(share, min_fps, clock=clock)
     drawn, caliper = [], 0.0
@@ -53,7 +54,9 @@ def simulate(share, steps, train_s, frame_s, probe_s=0.0, write_s=0.0, save_ever
         entered = b.enter()
         if device_s and drawn and drawn[-1][0] == i - 1:
             b.executed(device_s)  # the last frame ran on the CPU device meanwhile (seen complete now)
-            caliper += device_s
+            if not interfere_s:
+                caliper += device_s  # it took the training's cores for its timestamps' time
+            # (with interfere_s, what the training lost is that stall instead: added below)
         drew = forced or b.allows()
         took = (first_frame_s if first_frame_s and not drawn else frame_s) if drew else 2e-6
         clock.t += took
