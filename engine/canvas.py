@@ -264,6 +264,13 @@ class Canvas:
         marks = self.profiler.read(len(self.profiler.labels) - (0 if self.read_back_serial else 1))
         return marks
 
+    def gpu_ms(self) -> float:
+        """The last completed frame's GPU milliseconds, the sum of :meth:`timings` (0.0 when not
+        profiled): what the overhead budget counts per frame on a CPU device."""
+        if self.profiler is None:
+            return 0.0
+        return self.profiler.total_ms(len(self.profiler.labels) - (0 if self.read_back_serial else 1))
+
     def done(self) -> bool:
         """True when the last submitted frame has completed (never blocks)."""
         return self._serial is None or self.device.is_done(self._serial)

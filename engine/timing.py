@@ -3,9 +3,10 @@
 A :class:`Profiler` owns a timestamp query pool. While a canvas is profiled,
 its recorders write a timestamp after each pass they mark (``rec.mark(name)``);
 :meth:`Profiler.read` turns the last completed frame's timestamps into
-milliseconds per pass. This is for benchmarks and for explaining a slow frame
-("profile it with Vulkan timestamps"), not for the hot path: it is off unless
-asked for.
+milliseconds per pass. It is for benchmarks and for explaining a slow frame
+("profile it with Vulkan timestamps"), and for the overhead budget on a CPU
+device, which counts every frame's execution (:meth:`Profiler.total_ms`: one
+call straight to the loader, no list). It is off unless asked for.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Profiler:
             new("VkQueryPoolCreateInfo", queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=capacity),
             None)
         self.labels: list[str] = []
+        self._ticks = ffi.new("uint64_t[]", capacity)  # read into, frame after frame
 
     def begin(self, rec) -> None:
         """Start a frame's record: reset the pool and write the first timestamp."""
@@ -50,17 +52,29 @@ class Profiler:
         """``(label, ms since the previous mark)`` for the last completed frame (its first
         ``count`` marks: a frame without readback never writes the last one)."""
         n = len(self.labels) if count is None else min(count, len(self.labels))
-        if n < 2:
+        if n < 2 or not self._read(n):
             return []
-        data = ffi.new("uint64_t[]", n)
-        try:
-            vk.vkGetQueryPoolResults(self.device.handle, self.handle, 0, n, n * 8, data, 8,
-                                     vk.VK_QUERY_RESULT_64_BIT)
-        except vk.VkNotReady:
-            return []
-        ticks = [int(data[i]) for i in range(n)]
+        ticks = self._ticks[0:n]
         return [(self.labels[i], (ticks[i] - ticks[i - 1]) * self.period_ns / 1e6)
                 for i in range(1, n)]
+
+    def total_ms(self, count: int | None = None) -> float:
+        """Milliseconds from the last completed frame's first timestamp to its last (of its first
+        ``count``): the sum of :meth:`read`'s, 0.0 when not written yet."""
+        n = len(self.labels) if count is None else min(count, len(self.labels))
+        if n < 2 or not self._read(n):
+            return 0.0
+        return (self._ticks[n - 1] - self._ticks[0]) * self.period_ns / 1e6
+
+    def _read(self, n: int) -> bool:
+        """The first ``n`` timestamps into ``_ticks``; False when they are not all written."""
+        result = vk.lib.vkGetQueryPoolResults(self.device.handle, self.handle, 0, n, n * 8, self._ticks, 8,
+                                              vk.VK_QUERY_RESULT_64_BIT)
+        if result == vk.VK_NOT_READY:
+            return False
+        if result != vk.VK_SUCCESS:
+            raise vk.exception_codes[result]
+        return True
 
     def close(self) -> None:
         if self.handle is None:

@@ -1,6 +1,7 @@
 """GPU timestamps per pass, for benchmarks and slow-frame diagnosis."""
 
 import numpy as np
+import pytest
 
 from caliper_vk.engine import Canvas
 from caliper_vk.views import Heatmap, PointCloud
@@ -17,6 +18,8 @@ def test_profiled_frame_reports_every_pass():
         assert [m for m, _ in marks] == ["clear", "pointcloud clears", "pointcloud splat", "PointCloud reads",
                                          "heatmap stats", "Heatmap reads", "PointCloud", "Heatmap", "readback"]
         assert all(ms >= 0 for _, ms in marks)
+        # the budget's per-frame figure: the same sum, from the first and last timestamps alone
+        assert canvas.gpu_ms() == pytest.approx(sum(ms for _, ms in marks), rel=1e-9, abs=1e-9)
         assert np.array_equal(canvas.pixels(), canvas.reference())  # profiling changes no pixel
         # the readback submitted again on its own (Session.flush) rewrites its timestamp after a
         # reset of its own (the validation layer fails the test otherwise: query not reset)
@@ -24,6 +27,11 @@ def test_profiled_frame_reports_every_pass():
         canvas.finish()
         assert np.array_equal(canvas.read_back(), canvas.reference())
         assert np.array_equal(canvas.read_back(), canvas.reference())
+        canvas.submit(readback=False)  # a frame without its readback: that mark is left out
+        canvas.device.wait()
+        canvas.finish()
+        assert [m for m, _ in canvas.timings()][-1] == "Heatmap"
+        assert canvas.gpu_ms() == pytest.approx(sum(ms for _, ms in canvas.timings()), rel=1e-9, abs=1e-9)
         canvas.profile(False)
         canvas.render()
-        assert canvas.timings() == []
+        assert canvas.timings() == [] and canvas.gpu_ms() == 0.0

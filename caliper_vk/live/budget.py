@@ -61,7 +61,10 @@ SHARE_WINDOW_S = 5.0  # time constant of the share the status line shows
 FORGIVE_S = 2.0  # debts older than this much wall time (at the budget's rate) are forgiven
 COST_WEIGHT = 0.3  # weight of the newest frame in the running cost estimate
 CLEAR_WEIGHT = 0.05  # weight of the newest step in the running training time without a frame running
-OUTLIER_STEPS = 5.0  # a step longer than this many typical ones (a validation pass) is not sampled
+# a step longer than this many typical ones and than OUTLIER_S (a validation pass, a checkpoint) is
+# not sampled; a frame's stall of a few typical steps is
+OUTLIER_STEPS = 5.0
+OUTLIER_S = 0.25
 
 
 def default_share() -> float | None:
@@ -242,7 +245,7 @@ class Budget:
         running, or summed for the frame in flight (an outlier such as a validation pass is left
         out of both)."""
         clear = self.clear_train
-        if clear is not None and train > OUTLIER_STEPS * clear:
+        if clear is not None and train > OUTLIER_STEPS * clear and train > OUTLIER_S:
             return
         if self._busy:
             self._busy_train += train

@@ -405,7 +405,7 @@ class Session(Rewind):
     def _collect(self) -> None:
         self.canvas.finish()
         if self.canvas.profiler is not None and self.budget.share is not None:
-            self.budget.executed(sum(ms for _, ms in self.canvas.timings()) / 1000)
+            self.budget.executed(self.canvas.gpu_ms() / 1000)
         self._inflight = False
         self.frames += 1
         self.pacing.completed()
