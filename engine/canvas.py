@@ -119,6 +119,7 @@ class Canvas:
         self.color = tuple(int(c) for c in color)
         self._cells = grid_rects(self.width, self.height, rows, cols, gap)
         self.panels: list[Panel] = []
+        self._prepared = False  # prepare() ran since the last submit()
         self.image = StorageImage(self.device, self.width, self.height)
         self._readback = Buffer(self.device, self.width * self.height * 4, readback=True)
         self._reads_recorder = Recorder(self.device)
@@ -201,6 +202,21 @@ class Canvas:
             self.profiler.write(rec, "readback", reset=True)
         rec.end()
 
+    def prepare(self) -> None:
+        """Prepare every panel for the next frame (their host-side updates: parameters, staged
+        inputs) and re-record if one went stale. :meth:`submit` calls it unless it was called
+        since the last submission (a live session does, so that its history copies staged inputs
+        from the buffers this frame wrote)."""
+        stale = not self._recorded
+        for p in self.panels:
+            d = p.drawable
+            d.prepare()
+            stale = stale or d.stale
+        if stale:
+            self.device.wait()  # the command buffers may still be executing
+            self._record()
+        self._prepared = True
+
     def submit(self, wait=(), signal=(), extra=(), extra_wait=(), extra_signal=(),
                readback: bool = True, reads_extra=()) -> int:
         """Prepare every panel and submit one frame; returns its serial (no CPU wait).
@@ -216,14 +232,9 @@ class Canvas:
         frame later). ``reads_extra`` command buffers run in the first batch after
         the reads, inside its wait/signal (a live session's history copies there).
         """
-        stale = not self._recorded
-        for p in self.panels:
-            d = p.drawable
-            d.prepare()
-            stale = stale or d.stale
-        if stale:
-            self.device.wait()  # the command buffers may still be executing
-            self._record()
+        if not self._prepared:
+            self.prepare()
+        self._prepared = False
         reads = [self._reads_recorder.handle, *reads_extra]
         rest = [self._recorder.handle, self._readback_recorder.handle] if readback else [self._recorder.handle]
         if extra:

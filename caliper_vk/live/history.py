@@ -9,8 +9,10 @@ frame's *reads* batch (:meth:`caliper_vk.engine.Canvas.submit`,
 frame's read value, so the copy sees exactly the bytes the view drew and the
 producer may overwrite the tensor as soon as the copy is done: no host round
 trip on the GPU paths, no CPU wait. An input the renderer stages (its bytes
-are on the host every frame anyway) is written into a host-visible upload
-buffer and copied from there in the same command buffer.
+are on the host every frame anyway) is copied from the view's own staging
+buffer, which the canvas writes before the history keeps the frame
+(``Canvas.prepare``), in the same command buffer: its bytes cross to the
+device once.
 
 The ring is a list of equal *chunks* (device-local buffers, made as they are
 first needed) that together hold the byte budget; a frame's inputs are packed
@@ -105,10 +107,9 @@ class History:
         self._chunk = -1  # the chunk being filled
         self._fill = 0  # bytes used in it
         self._total = 0  # the frame size _place() last placed
-        self._upload: Buffer | None = None
         self._recorder: Recorder | None = None
         self._layout: Layout | None = None  # the kept inputs' places, while the panels stay
-        self._copies: tuple | None = None  # (layout, upload buffer, RingCopies or None, plan)
+        self._copies: tuple | None = None  # (layout, staging buffers, RingCopies or None, plan)
         self.position: int | None = None  # index into frames being shown; None: live
         self._shown: tuple | None = None  # (step, arrays) last read back
         self.redraw_due = False
@@ -157,14 +158,14 @@ class History:
             for p in panels:
                 versions[p.name] = p.view.data_version
             frame = Frame(step, chunk, total, layout.inputs, versions, base)
-            if layout.staged:
-                self._stage(layout)
-            copies = self._copies  # (layout, upload buffer, RingCopies or None, plan)
-            if copies is not None and copies[2] is not None and copies[0] is layout \
-                    and copies[1] is self._upload:
+            # staged inputs are copied from the views' own staging buffers, written this frame
+            # (the canvas prepares before the history keeps): the copies hold while they are the same
+            staged = tuple([s.staged for _, s in layout.staged]) if layout.staged else ()
+            copies = self._copies  # (layout, staging buffers, RingCopies or None, plan)
+            if copies is not None and copies[2] is not None and copies[0] is layout and copies[1] == staged:
                 handle = copies[2].commands(chunk, self.chunks[chunk], base)  # recorded: the common case
             else:
-                handle = self._commands(layout, chunk, base)
+                handle = self._commands(layout, staged, chunk, base)
             frames.append(frame)
             self.copy_s += time.perf_counter() - t0
             return [handle]
@@ -172,30 +173,23 @@ class History:
             self.refused = f"{type(exc).__name__}: {exc}"
             return []
 
-    def _stage(self, layout: Layout) -> None:
-        """Write the staged inputs' bytes (on the host this frame anyway) to the upload buffer."""
-        need = layout.staged[-1][2] + layout.staged[-1][0].nbytes
-        if self._upload is None or self._upload.size < need:
-            if self._upload is not None:
-                self._upload.close()
-            self._upload = Buffer(self.device, need)
-        for _, source, up in layout.staged:
-            self._upload.write(source.raw(), up)
-
-    def _commands(self, layout: Layout, chunk: int, base: int):
+    def _commands(self, layout: Layout, staged: tuple, chunk: int, base: int):
         """This frame's copies: the layout's recorded ones (:mod:`.history_copy`) where they can
-        be, else ``vkCmdCopyBuffer``s recorded now."""
+        be, else ``vkCmdCopyBuffer``s recorded now. ``staged``: the staging buffers of the
+        layout's staged inputs, in order."""
         dst = self.chunks[chunk]
         copies = self._copies
-        if copies is None or copies[0] is not layout or copies[1] is not self._upload:
+        if copies is None or copies[0] is not layout or copies[1] != staged:
             if copies is not None and copies[2] is not None:
                 copies[2].close()
+            if any(buf is None for buf in staged):
+                raise RuntimeError("a staged input has no staging buffer yet (the canvas prepares first)")
             plan = [(s.imported, s.imported.offset, k.nbytes, k.offset)
                     for k, s in zip(layout.inputs, layout.sources, strict=True) if s.imported is not None]
-            plan += [(self._upload, up, k.nbytes, k.offset) for k, _, up in layout.staged]
+            plan += [(buf, 0, k.nbytes, k.offset) for (k, _), buf in zip(layout.staged, staged, strict=True)]
             ring = RingCopies(self.device, plan) if RingCopies.usable(self.device, plan, self.chunk_size) \
                 else None
-            copies = self._copies = (layout, self._upload, ring, plan)
+            copies = self._copies = (layout, staged, ring, plan)
         if copies[2] is not None:
             return copies[2].commands(chunk, dst, base)
         rec = (self._recorder or self._new_recorder()).begin()
@@ -352,9 +346,6 @@ class History:
 
     def close(self) -> None:
         self.clear()
-        if self._upload is not None:
-            self._upload.close()
-            self._upload = None
         if self._recorder is not None:
             self._recorder.close()
             self._recorder = None

@@ -55,7 +55,7 @@ class Layout:
     key: list
     inputs: tuple  # of Kept
     sources: tuple  # the Source of each kept input
-    staged: tuple  # (Kept, Source, offset in the upload buffer) of the inputs the renderer stages
+    staged: tuple  # (Kept, Source) of the inputs the renderer stages (copied from Source.staged)
     total: int
 
 
@@ -71,7 +71,7 @@ def layout_key(panels) -> list:
 
 
 def make_layout(key: list, panels) -> Layout:
-    inputs, sources, staged, total, up = [], [], [], 0, 0
+    inputs, sources, staged, total = [], [], [], 0
     for panel in panels:
         for i, (_, source) in enumerate(panel.inputs):
             n = source.nbytes
@@ -82,8 +82,7 @@ def make_layout(key: list, panels) -> Layout:
             inputs.append(kept)
             sources.append(source)
             if source.imported is None:
-                staged.append((kept, source, up))
-                up += -(-n // ALIGN) * ALIGN
+                staged.append((kept, source))
             total += -(-n // ALIGN) * ALIGN
     return Layout(key, tuple(inputs), tuple(sources), tuple(staged), total)
 
@@ -110,8 +109,8 @@ class RingCopies:
     device : engine Device
         Borrowed.
     copies : list of (Buffer, int, int, int)
-        Each kept input: the buffer the view reads (or the history's upload buffer for a staged
-        input), its byte offset there, its bytes, and its byte offset from the frame's start.
+        Each kept input: the buffer the view reads (the imported tensor, or the view's staging
+        buffer), its byte offset there, its bytes, and its byte offset from the frame's start.
     """
 
     def __init__(self, device, copies):

@@ -146,17 +146,9 @@ class Session(Rewind):
         self._layout()
 
     # pacing, as attributes people read
-    @property
-    def max_fps(self):
-        return self.pacing.max_fps
-
-    @property
-    def held(self) -> int:
-        return self.pacing.held
-
-    @property
-    def save_every(self) -> int:
-        return self.pacing.save_every
+    max_fps = property(lambda self: self.pacing.max_fps)
+    held = property(lambda self: self.pacing.held)
+    save_every = property(lambda self: self.pacing.save_every)
 
     # -- panels ---------------------------------------------------------------------------
     def attach(self, tensor, view="pointcloud", name: str | None = None,
@@ -343,8 +335,7 @@ class Session(Rewind):
             self.status_bar.set_text(self.status().line(), warn=bool(self.message))
             self._status_time, self._status_message = now, self.message
         update_titles(self.panels, periodic)
-        extra = []
-        binary_wait, binary_signal = [], []
+        extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
             acquired, done = self.window.frame_semaphores
@@ -352,7 +343,10 @@ class Session(Rewind):
         self.pacing.submitted(now)
         to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         try:
-            kept = self.history.keep(self.step_count, reading) if self.history else ()
+            kept = ()
+            if self.history:
+                self.canvas.prepare()  # first: the history copies staged inputs from what it writes
+                kept = self.history.keep(self.step_count, reading)
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
                                extra_signal=binary_signal, reads_extra=kept,
                                readback=save or self._read_back_next or to_sinks)

@@ -147,6 +147,7 @@ class ViewBase:
             buf = self._upload(name, source.raw())
         else:
             buf = self._buffers[name]
+        source.staged = buf
         if self._bound.get(name) is not buf:
             self._bound[name] = buf
             self.stale = True

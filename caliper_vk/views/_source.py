@@ -45,6 +45,9 @@ class Source:
         self.dtype = dtype
         self.imported = imported
         self.live = live
+        # the view's device buffer holding these bytes when it stages them (set by the view as it
+        # uploads; a live session's history copies the frame's input from it on the device)
+        self.staged = None
 
     @property
     def code(self) -> int:

@@ -337,8 +337,8 @@ class PointCloud(ViewBase):
         return 2 * n * len(self._foot) <= self.rect.width * self.rect.height
 
     def prepare(self) -> None:
-        # per frame and panel, so in one function: the input's place (what _input() answers
-        # for an imported source), then the key of everything params() and the rest read
+        # per frame and panel, so in one function: the input's place (_input()'s answer for an
+        # imported source), then the key of everything params() and the rest read
         src = self.source
         imported = src.imported
         if imported is not None and self._bound.get("positions") is imported:
@@ -354,8 +354,7 @@ class PointCloud(ViewBase):
                                              or a.tobytes() != snap[2])):
                 fit = self._fit(check=False)
         vr = self.value_range
-        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else
-                                                  tuple(float(v) for v in vr))
+        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
                id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
