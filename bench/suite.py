@@ -292,7 +292,7 @@ def render(res: dict) -> str:
               "next; the history is on (the default). The floor is a fence reset and one "
               "`vkQueueSubmit` of the same frame's two command buffers, hand-written, timed the same "
               "way in the same process. tests/test_frame_cost.py counts the Python calls of such a "
-              "step (29 at one panel, 6 more per panel; 82 and 14 before 2026-12-02).", "",
+              "step (31 at one panel, 6 more per panel; 82 and 14 before 2026-12-02).", "",
               "| panels | ms per frame | ms per panel | floor ms | frame / floor |", "|---|---|---|---|---|"]
     for n, r in res["cpu_per_panel"].items():
         if "cpu_ms_per_frame" in r:
@@ -515,7 +515,7 @@ def bounds(res: dict) -> list[str]:
         "- **Python CPU per frame.** The loop runs cache-cold (right after lavapipe and the training "
         "code had the cores), where each Python call in it costs several microseconds, far more than its "
         "bytecode: the same two torch calls (the storage check) cost about 20 µs cold and 2 µs warm. "
-        "This session cut the calls of a drawing step from 82 to 29 at one panel and from 14 to 6 per "
+        "On 2026-12-02 the calls of a drawing step were cut from 82 to 31 at one panel and from 14 to 6 per "
         "further panel (tests/test_frame_cost.py); the time fell by about a quarter. What is left is "
         "the design's per-frame work: the budget's bookkeeping, collecting the last frame, the storage "
         "check, the read booking, the history's ring, each view's change check (the point cloud "
