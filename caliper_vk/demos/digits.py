@@ -47,8 +47,9 @@ def separation(points: np.ndarray, labels: np.ndarray) -> float:
 
 
 def contact_sheet(snapshots, labels, path: Path) -> list[int]:
-    """Six moments of training side by side in one canvas; returns their steps."""
-    picks = [snapshots[round(i * (len(snapshots) - 1) / 5)] for i in range(6)]
+    """Six moments of training side by side in one canvas (fewer when fewer were drawn: no moment
+    twice); returns their steps."""
+    picks = [snapshots[i] for i in sorted({round(i * (len(snapshots) - 1) / 5) for i in range(6)})]
     with Canvas(1200, 800, rows=2, cols=3, gap=4) as grid:
         for k, (step, emb) in enumerate(picks):
             grid.add(PointCloud(emb, labels=labels, point_size_px=3, pitch_deg=18.0,
