@@ -161,7 +161,7 @@ def storage_fingerprint(tensor) -> tuple:
     no other allocation can take that address while the panel lives. A ``set_()`` onto other
     memory, a ``resize_()`` that reallocates and an ``out=`` that replaces the storage move the
     address; a resize or reshape in place changes the shape. (The frame loop compares the same
-    pair inline: ``LiveInput.refresh`` and ``Panel._refresh``.)"""
+    pair inline in ``Panel._refresh``, and calls ``LiveInput.refresh`` only when it differs.)"""
     return (tensor.data_ptr(), tensor.shape)
 
 

@@ -72,9 +72,7 @@ class LiveInput:
         """Per frame, before the read: raise ``LifetimeError`` if the storage was replaced
         (the import would read the old one); copy a staged GPU tensor to the host.
         Returns True when :attr:`array` is a new array."""
-        t = self.tensor
-        if (t.data_ptr(), t.shape) != self.fingerprint:  # storage_fingerprint, inline: every frame
-            check_unchanged(t, self.fingerprint, name)  # raises, naming the fix
+        check_unchanged(self.tensor, self.fingerprint, name)
         if not self.copies:
             return False
         self.array, _ = host_array(self.tensor)

@@ -198,9 +198,9 @@ class Budget:
         """A frame ran ``seconds`` on a CPU device (lavapipe draws on the cores training runs on):
         that time is taken from training too, so it counts; or what the training measurably lost
         while the frame ran, when that is more. That loss is the loop's own time over the steps
-        the frame spanned, less as many steps' worth of its time with no frame running: on two
-        cores a frame also stalls the training's ops that wait at a barrier for the thread it
-        took the core from, which its timestamps do not see."""
+        the frame spanned, less as many steps' worth of its time with no frame running: a frame
+        can stall training in ways its timestamps do not see (ops waiting at a barrier for the
+        thread whose core it took), and where it does not, the timestamps count."""
         lost = None
         if self._busy_steps and self.clear_train is not None:
             lost = self._busy_train - self._busy_steps * self.clear_train
