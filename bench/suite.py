@@ -507,7 +507,6 @@ def bounds(res: dict) -> list[str]:
     """What bounds each missed target (from profiles taken while the targets were worked on;
     the figures quoted are this run's)."""
     op = res.get("dashboard", {}).get("open", {})
-    digits = res.get("overhead", {}).get("loops", {}).get("digits", {}).get("0.1", {})
     cpu = res.get("cpu_per_panel", {})
     one_panel = cpu.get(1, cpu.get("1", {}))
     return [
@@ -531,20 +530,15 @@ def bounds(res: dict) -> list[str]:
         "demo's 1200×860 canvas of per-pixel passes costs about 20 ms of CPU a frame, and at about "
         "20 steps a second a 60 fps limit holds nothing back. With a GPU the frame runs beside the "
         "training; here, a lower `max_fps` is the lever.",
-        f"- **The digits loop at a 10% budget.** {100 * digits.get('overhead', float('nan')):+.1f}% against "
-        f"Caliper's own measure of {100 * digits.get('measured', float('nan')):.1f}% (processes "
-        + ", ".join(f"{100 * x:+.1f}%" for x in digits.get("per_process", [])) + "): the budget holds by its "
-        f"own count, and about {digits.get('overhead', 0) / max(digits.get('measured', 1), 1e-9) - 1:.0%} more "
-        "than it counts is lost. The budget now also measures what the training loses over the steps "
-        "a frame spans (against its steps with no frame in flight) and counts that when it exceeds the "
-        "frame's timestamps. A probe of this loop at 5% (2026-12-02) found it below them (2 to 8 ms "
-        "lost against 3 to 12 ms of timestamps), and the loop's own `train()` about 2.6% slower in the "
-        "blocks with Caliper than in the plain ones, away from frames too: its steps are 1.6 to 2.3 ms "
-        "of tiny torch ops that share the caches with a `due()` and a `step()` (counted) and with "
-        "lavapipe's threads. At 10% frames come three times as often as at 5% and the uncounted part "
-        "grows faster than their number; why is not known yet. A loss with no frame to pin it on cannot "
-        "be measured inside one loop without a control (the plain blocks are the bench's). The "
-        "run-to-run spread of these rows is several points.",
+        *([f"- **{loop} loop: Caliper's share over its budget + 1 point at `budget={b}`.** "
+            f"{100 * r['share']:.1f}% ± {100 * r['share_se']:.1f} of the loop's time against Caliper's own "
+            f"measure of {100 * r['measured']:.1f}% (processes: "
+            + ", ".join(f"{100 * x:.1f}%" for x in r["per_process"]) + "). The budget counts the "
+            "training thread's time in Caliper and each frame's execution (its timestamps, or what the "
+            "training measurably lost while it ran when that is more); what it lost beyond that, away "
+            "from any frame, is not counted."
+            for loop, by_budget in res.get("overhead", {}).get("loops", {}).items()
+            for b, r in by_budget.items() if "share" in r and not overhead.within(r, float(b))]),
         *([f"- **Dashboard open: peak RSS.** {op.get('peak_rss_mb', float('nan')):.0f} MB: where it is, "
             "stage by stage, is under Dashboard above. What is left is mostly fixed: the imports, "
             "lavapipe's libLLVM, the target and the JIT's memory; a GPU driver's process looks "
