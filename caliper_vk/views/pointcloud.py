@@ -373,7 +373,7 @@ class PointCloud(ViewBase):
             cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
             self._upload("point_colors", cidx)
             self._colors_of = colors_of
-        if self._dirty:
+        if self._dirty or not self._params_of or key[12] != self._params_of[12]:  # a new background
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
