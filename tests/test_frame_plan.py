@@ -185,3 +185,24 @@ def test_sessions_that_save_frames_draw_every_frame_the_general_way(planned, tmp
             s.step()
         assert s._plan is None and planned == []
         assert len(s.saved) >= 1
+
+
+def test_counters_follow_the_points_when_an_unchanged_frame_skips_reading_them(planned):
+    t = points(10)
+    with session() as s:
+        view = s.attach(t, "pointcloud", name="cloud").view
+        s.render()
+        expected = []
+        for bad in (7, 7, 7, 0, 0):  # each step collects the frame before, then draws
+            t.numpy()[:bad] = np.nan
+            t.numpy()[bad:7] = 1.0
+            s.device.wait()
+            planned.clear()
+            assert s.step() and planned == [True]
+            expected.append(bad)
+            if len(expected) > 1:  # the counters of the frame drawn at the step before
+                assert view.stats["nonfinite"] == expected[-2], (expected, view.stats)
+                titled = [item[0] for item in s.panels[0].label.right if isinstance(item, tuple)]
+                assert (f"{expected[-2]} NaN/Inf  " in titled) == (expected[-2] > 0), titled
+        s.flush()
+        assert view.stats == view.reference_with_stats(view.rect.width, view.rect.height)[1]

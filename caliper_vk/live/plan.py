@@ -10,20 +10,22 @@ draws the next frames from them alone:
 
 1. it checks, before touching anything, what the plan assumed and what can change without
    the session hearing of it: the canvas is the one planned (every relayout makes a new one:
-   a panel attached, detached or stopped, a window resized), drawing is not stopped, paused
+   a panel attached, detached or stopped), drawing is not stopped, paused
    or asked to read back, no producer is inside ``panel.writing()``, every tensor's storage
    is where it was (its ``data_ptr()`` and shape), and the frame in flight is done;
 2. it then runs the frame as the general path does, in the same order and through the same
    objects: the budget's ``enter``/``leave``, the collection of the last frame (the views'
-   counters), the budget's and the frame-rate cap's hold, the reads booked under the
-   write/read protocol, the status line and titles, every view's ``prepare()`` (each view
-   keeps its own check of its parameters and inputs: a parameter set directly, an array
-   mutated in place, new labels are seen there, re-recording when needed), the history's
-   copies, and one ``vkQueueSubmit`` of submit structs built once per plan.
+   counters; not read again from a view whose last ``prepare()`` found its input bytes and
+   parameters unchanged, :attr:`ViewBase.unchanged`: the same inputs give the same counters),
+   the budget's and the frame-rate cap's hold, the reads booked under the write/read
+   protocol, the status line and titles, every view's ``prepare()`` (each view keeps its own
+   check of its parameters and inputs: a parameter set directly, an array mutated in place,
+   new labels are seen there, re-recording when needed), the history's copies, and one
+   ``vkQueueSubmit`` of submit structs built once per plan (and history chunk).
 
 What the plan leaves out is what a steady frame does not need: no window (poll, acquire,
-present), no frame sinks, no saving, no storage to copy (a staged GPU tensor), nothing to
-say about a stopped panel. A session with any of those draws every frame the general way
+present), no frame sinks, no saving, no storage to copy (a staged GPU tensor), no panel to
+stop (a storage that moved). A session with any of those draws every frame the general way
 (:func:`make_plan` gives no plan). Any check in step 1 failing returns None: that step runs
 the general path, which plans again after the next frame it draws. Nothing is cached that
 could go stale silently: what step 1 does not check is either rebuilt with the canvas or
@@ -72,20 +74,22 @@ class FramePlan:
         drawables = [p.drawable for p in canvas.panels]
         self.strips = [d for d in drawables if isinstance(d, TextStrip)]
         self.views = [d for d in drawables if not isinstance(d, TextStrip)]
-        self.finishes = [d.finish for d in drawables if d.finish is not None]
+        self.finishes = [(d, d.finish) for d in drawables if d.finish is not None]
         self.layout = None if self.history is None else self.history._layout
         self.reads = [canvas._reads_recorder.handle]
         self.rest = [canvas._recorder.handle]
         self.structs: dict = {}  # the history's copy command buffer (or None) -> submit structs
 
     def step(self, step: int | None) -> bool | None:
-        """Draw the steady frame; None when a check failed (the general path draws instead)."""
+        """Draw the steady frame; None when a check failed (the general path draws instead).
+        One function: each call on this path costs microseconds cache-cold."""
         session = self.session
         canvas = self.canvas
         if (session.canvas is not canvas or session.failed or session.paused or session._layout_due
                 or session._read_back_next):
             return None
-        for protocol in self.protocols:
+        protocols = self.protocols
+        for protocol in protocols:
             if protocol.depth:
                 return None  # a producer is mid-write: the general path skips and asks for a gap
         for tensor, fingerprint in self.tensors:
@@ -94,94 +98,82 @@ class FramePlan:
         inflight = session._inflight
         if inflight and not self.device.is_done(canvas._serial):
             return None  # the general path counts the skip
-        budget = self.budget
+        budget, pacing = self.budget, self.pacing
         entered = budget.enter()
         drew = False
         try:
-            drew = self._draw(session, step, inflight)
+            step = session.step_count = session.step_count + 1 if step is None else int(step)
+            if inflight:  # Session._collect's steady case: no frame to save, no sinks
+                for view, finish in self.finishes:
+                    if not getattr(view, "unchanged", False):
+                        finish()  # its counters (a view's unchanged inputs give the last ones again)
+                canvas.frames += 1
+                if canvas.profiler is not None and budget.share is not None:
+                    budget.executed(canvas.gpu_ms() / 1000)
+                session._inflight = False
+                session.frames += 1
+                pacing.frame_times.append(time.perf_counter() - pacing.submit_time)  # Pacing.completed
+            if (pacing.max_fps and pacing.within_interval()) or (
+                    budget.share is not None and not budget.allows()):
+                pacing.held += 1  # as the general path: drawn recently enough, or over budget
+                return False
+            render_thread = threading.get_ident()
+            for protocol in protocols:
+                protocol.render_thread = render_thread
+            reading = self.reading
+            booked = book_reads(reading) if reading else []
+            if booked is None:  # a write began after the check (another thread's)
+                session.skipped += 1
+                return False
+            now = time.perf_counter()
+            if now - session._status_time > 0.25 or session.message != session._status_message:
+                refresh_chrome(session, now)  # the status line and every title: a few times a second
+            else:
+                for panel in self.panels:  # update_titles' steady case: one compare a panel
+                    if getattr(panel.view, "stats", None) != panel.title_stats:
+                        update_titles((panel,), False)  # its warning counts may have changed
+            pacing.submit_time = now  # Pacing.submitted
+            for panel in reading:  # before the views prepare and the history keeps (as _step)
+                panel.view.data_version = (panel.protocol.writes, step)
+            try:
+                stale = False  # Canvas.prepare, a text strip's unchanged text seen without a call
+                for view in self.views:
+                    view.prepare()
+                    stale = stale or view.stale
+                for strip in self.strips:
+                    if strip._drawn != strip._version or strip.stale:
+                        strip.prepare()
+                        stale = stale or strip.stale
+                if stale:
+                    self.device.wait()  # the command buffers may still be executing
+                    canvas._record()  # the same command buffers, recorded again
+                kept = self.history.keep(step, reading, self.layout) if self.history else None
+                kept = kept[0] if kept else None
+                structs = self.structs.get(kept)
+                if structs is None:
+                    if len(self.structs) >= MAX_STRUCTS:
+                        self.structs.clear()
+                    reads = self.reads if kept is None else [*self.reads, kept]
+                    structs = self.structs[kept] = build_submit(
+                        [(reads, [b[0] for b in booked], [b[1] for b in booked]), (self.rest, (), ())])
+                wait_values, signal_values = structs[1][0]
+                i = 0
+                for wait, signal in booked:
+                    wait_values[i] = wait[1]
+                    signal_values[i] = signal[1]
+                    i += 1
+                canvas._serial = self.device.submit_built(structs[0], 2)
+                canvas.read_back_serial = None
+                canvas._prepared = False
+            except Exception as exc:  # a Vulkan error must not stop training
+                session._fault(exc)
+                for panel, (_, signal) in zip(reading, booked, strict=True):
+                    panel.protocol.abandon(signal)  # no producer may wait for it forever
+                return False
+            session._inflight = True
+            session._sink_step = None
+            session.drawn_step = step
+            drew = True
+            return True
         finally:
             budget.leave(entered, drew, session._inflight)
-        return drew
-
-    def _draw(self, session, step: int | None, inflight: bool) -> bool:
-        step = session.step_count = session.step_count + 1 if step is None else int(step)
-        pacing = self.pacing
-        if inflight:  # Session._collect's steady case: no frame to save, no sinks
-            for finish in self.finishes:
-                finish()  # the views read their counters back
-            canvas = self.canvas
-            canvas.frames += 1
-            if canvas.profiler is not None and self.budget.share is not None:
-                self.budget.executed(canvas.gpu_ms() / 1000)
-            session._inflight = False
-            session.frames += 1
-            pacing.frame_times.append(time.perf_counter() - pacing.submit_time)  # Pacing.completed
-        if (pacing.max_fps and pacing.within_interval()) or (
-                self.budget.share is not None and not self.budget.allows()):
-            pacing.held += 1  # as the general path: drawn recently enough, or over budget
-            return False
-        render_thread = threading.get_ident()
-        for protocol in self.protocols:
-            protocol.render_thread = render_thread
-        reading = self.reading
-        booked = book_reads(reading) if reading else []
-        if booked is None:  # a write began after the check (another thread's)
-            session.skipped += 1
-            return False
-        waits, signals = [], []
-        for panel, (wait, signal) in zip(reading, booked, strict=True):
-            panel.view.data_version = (panel.protocol.writes, step)
-            waits.append(wait)
-            signals.append(signal)
-        now = time.perf_counter()
-        if now - session._status_time > 0.25 or session.message != session._status_message:
-            refresh_chrome(session, now)  # the status line and every title: a few times a second
-        else:
-            for panel in self.panels:  # update_titles' steady case: one compare a panel
-                if getattr(panel.view, "stats", None) != panel.title_stats:
-                    update_titles((panel,), False)  # its warning counts may have changed
-        pacing.submit_time = now  # Pacing.submitted
-        try:
-            self._prepare()
-            kept = None
-            if self.history:
-                kept = self.history.keep(step, reading, self.layout)
-                kept = kept[0] if kept else None
-            structs = self.structs.get(kept)
-            if structs is None:
-                if len(self.structs) >= MAX_STRUCTS:
-                    self.structs.clear()
-                reads = self.reads if kept is None else [*self.reads, kept]
-                structs = self.structs[kept] = build_submit([(reads, waits, signals), (self.rest, (), ())])
-            wait_values, signal_values = structs[1][0]
-            for i, (_, value) in enumerate(waits):
-                wait_values[i] = value
-            for i, (_, value) in enumerate(signals):
-                signal_values[i] = value
-            canvas = self.canvas
-            canvas._serial = self.device.submit_built(structs[0], 2)
-            canvas.read_back_serial = None
-            canvas._prepared = False
-        except Exception as exc:  # a Vulkan error must not stop training
-            session._fault(exc)
-            for panel, signal in zip(reading, signals, strict=True):
-                panel.protocol.abandon(signal)  # no producer may wait for it forever
-            return False
-        session._inflight = True
-        session._sink_step = None
-        session.drawn_step = step
-        return True
-
-    def _prepare(self) -> None:
-        """Canvas.prepare, with a text strip's unchanged text seen without a call."""
-        stale = False
-        for view in self.views:
-            view.prepare()
-            stale = stale or view.stale
-        for strip in self.strips:
-            if strip._drawn != strip._version or strip.stale:
-                strip.prepare()
-                stale = stale or strip.stale
-        if stale:
-            self.device.wait()  # the command buffers may still be executing
-            self.canvas._record()  # the same command buffers, recorded again
