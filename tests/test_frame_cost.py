@@ -5,9 +5,10 @@ meets it: the step collects that frame, then draws the next).
 On a CPU each call in the hot path costs several microseconds cache-cold (the loop runs right
 after the driver and the training code), far more than its bytecode: the count is what
 docs/benchmarks.md's "Python CPU time per frame" follows, and it does not depend on how fast or
-busy the machine running the test is. The bounds hold the loop where it is (31 calls at one
-point-cloud panel and 6 more per panel with CPython 3.11; comprehensions are inlined from 3.12,
-so fewer there); a change that lengthens it should say why in the docs and raise them here.
+busy the machine running the test is. The bounds hold the loop where it is: the session's frame
+plan (caliper_vk/live/plan.py) draws the steady frame in 13 calls at one point-cloud panel and 2
+more per panel with CPython 3.11 (the general path took 31 and 6; comprehensions are inlined from
+3.12, so fewer there); a change that lengthens it should say why in the docs and raise them here.
 """
 
 import sys
