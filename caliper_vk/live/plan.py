@@ -136,7 +136,7 @@ class FramePlan:
             for panel in reading:  # before the views prepare and the history keeps (as _step)
                 panel.view.data_version = (panel.protocol.writes, step)
             try:
-                stale = False  # Canvas.prepare, a text strip's unchanged text seen without a call
+                stale = not canvas._recorded  # Canvas.prepare; a strip's unchanged text seen without a call
                 for view in self.views:
                     view.prepare()
                     stale = stale or view.stale
