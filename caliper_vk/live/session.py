@@ -41,7 +41,7 @@ from .history import parse_budget as parse_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
-from .plan import make_plan
+from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
 from .status import Status, refresh_chrome, session_status
@@ -298,18 +298,8 @@ class Session(Rewind):
                     protocol.ask_for_gap()
                 self.skipped += 1  # a producer is mid-write: drawing now would tear
                 return False
-        if self.window is not None:
-            try:
-                acquired = self.window.acquire()
-            except Exception as exc:  # a Vulkan error must not stop training
-                self._fault(exc)
-                return False
-            if not acquired:
-                if not self.window.alive:  # the display or the window's surface went away
-                    self._window_closed()
-                else:
-                    self.skipped += 1
-                return False
+        if self.window is not None and not acquire_image(self):
+            return False
         reading = []
         for panel in self.panels:
             if panel.error:
