@@ -35,9 +35,9 @@ _WAIT_STAGE = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
 _first, _second = itemgetter(0), itemgetter(1)
 
 
-def _build_submit(batches) -> tuple:
+def build_submit(batches) -> tuple:
     """``(VkSubmitInfo[], [(wait values, signal values) per batch], keep-alive)`` for
-    :meth:`Device.submit_batches`; the value arrays are filled in per submission."""
+    :meth:`Device.submit_built`; the value arrays are filled in per submission."""
     keep = []
     slots = []
     infos = ffi.new("VkSubmitInfo[]", len(batches))
@@ -234,13 +234,19 @@ class Device:
         if structs is None:
             if len(self._submit_structs) >= 32:
                 self._submit_structs.clear()
-            structs = self._submit_structs[key] = _build_submit(batches)
+            structs = self._submit_structs[key] = build_submit(batches)
         infos, slots = structs[0], structs[1]
         for (_, wait, signal), (wait_values, signal_values) in zip(batches, slots, strict=True):
             if wait:
                 wait_values[0:len(wait)] = list(map(_second, wait))
             if signal:
                 signal_values[0:len(signal)] = list(map(_second, signal))
+        return self.submit_built(infos, len(batches))
+
+    def submit_built(self, infos, count: int) -> int:
+        """One ``vkQueueSubmit`` of the ``count`` batches of ``infos`` (:func:`build_submit`, their
+        semaphore values filled in by the caller); returns its serial. :meth:`submit_batches` and
+        the live session's frame plan (:mod:`caliper_vk.live.plan`) submit through it."""
         with self._lock:
             if self._inflight or self._retired:
                 self.collect()
@@ -250,7 +256,7 @@ class Device:
                     raise VulkanError("vkResetFences failed")
             else:
                 fence = self._new_fence()
-            result = vk.lib.vkQueueSubmit(self.queue, len(batches), infos, fence)
+            result = vk.lib.vkQueueSubmit(self.queue, count, infos, fence)
             if result != vk.VK_SUCCESS:
                 self._free_fences.append(fence)
                 raise vk.exception_codes[result]

@@ -41,6 +41,18 @@ def make_session(tmp_path):
     return s
 
 
+def resize(s, width: int, height: int) -> None:
+    """Resize the window and wait until the session's window has seen it (or 0.4 s passed)."""
+    import glfw
+
+    glfw.set_window_size(s.window.handle, width, height)
+    for _ in range(20):
+        glfw.poll_events()
+        time.sleep(0.02)
+        if s.window.resized:
+            break
+
+
 def rgb(a):
     return np.concatenate([a[..., :3], np.full((*a.shape[:2], 1), 255, np.uint8)], axis=2)
 
@@ -55,16 +67,9 @@ def test_screenshot_equals_canvas(display, tmp_path, artifacts):
 
 
 def test_resize_relayouts_and_still_matches(display, tmp_path, artifacts):
-    import glfw
-
     with make_session(tmp_path) as s:
         s.render()
-        glfw.set_window_size(s.window.handle, 600, 420)
-        for _ in range(20):
-            glfw.poll_events()
-            time.sleep(0.02)
-            if s.window.resized:
-                break
+        resize(s, 600, 420)
         s.step()
         frame = s.render()
         assert frame.shape[:2] == (420, 600)
@@ -109,3 +114,45 @@ def test_closing_the_window_lets_training_continue(display, tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("the window was closed; training continues without drawing") == 1
         assert s.status().window == "window closed"
+
+
+def test_planned_frames_are_shown_and_input_or_a_resize_go_the_general_way(display, tmp_path, artifacts,
+                                                                          monkeypatch):
+    """The frame plan (caliper_vk/live/plan.py) draws a window's steady frames; a step with input
+    or after a resize runs the general path (Session._step), then the plan again."""
+    from caliper_vk.live import Session
+
+    general = []
+    step = Session._step
+    monkeypatch.setattr(Session, "_step", lambda self, i: general.append(i) or step(self, i))
+
+    def steady(s):
+        s.device.wait()
+        general.clear()
+        assert s.step()
+        return list(general)
+
+    with cv.Session(window=True, size=(480, 320), max_fps=None, budget=None) as s:
+        t = cv.empty((1500, 3))
+        panel = s.attach(t, "pointcloud", name="emb", labels=np.arange(1500) % 10)
+        s.render()
+        for k in range(3):
+            with panel.writing():
+                t.copy_(torch.randn(1500, 3) * (k + 1))
+            assert steady(s) == []  # the plan's
+        frame = s.flush()
+        assert_same_image(rgb(screenshot(display, s)), frame, artifacts / "planned")
+        assert_same_image(frame, s.canvas.reference(), artifacts / "planned-twin")
+        r = panel.view.rect
+        s.window.events.append(Event("scroll", x=r.x + r.width / 2, y=r.y + r.height / 2, dy=2))
+        zoom = panel.view.camera[2]
+        assert steady(s) == [None] and panel.view.camera[2] == pytest.approx(zoom * 1.21)
+        assert steady(s) == []
+        resize(s, 600, 420)
+        assert steady(s) == [None]  # the general path lays out the new size
+        assert steady(s) == []
+        frame = s.flush()
+        assert frame.shape[:2] == (420, 600)
+        assert_same_image(rgb(screenshot(display, s)), frame, artifacts / "resized")
+        assert_same_image(frame, s.canvas.reference(), artifacts / "resized-twin")
+        assert s.device.instance.validation_errors == []

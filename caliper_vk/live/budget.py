@@ -227,7 +227,16 @@ class Budget:
             self._span = 0.0
         if self.last_entry is not None:
             dt = max(now - self.last_entry, 0.0)
-            self._sample_training(dt - (self.spent - self._device_spent))
+            # the loop's own time between the last two steps: into the running mean with no frame
+            # running, or summed for the frame in flight; an outlier such as a validation pass is
+            # left out of both (inline: enter() runs every step, cache-cold)
+            train, clear = dt - (self.spent - self._device_spent), self.clear_train
+            if clear is None or train <= OUTLIER_STEPS * clear or train <= OUTLIER_S:
+                if self._busy:
+                    self._busy_train += train
+                    self._busy_steps += 1
+                else:
+                    self.clear_train = train if clear is None else clear + CLEAR_WEIGHT * (train - clear)
             decay = math.exp(-dt / SHARE_WINDOW_S)
             self.inside = self.inside * decay + self.spent
             self.wall = self.wall * decay + dt
@@ -239,21 +248,6 @@ class Budget:
         self._device_spent = 0.0
         self.last_entry = now
         return now
-
-    def _sample_training(self, train: float) -> None:
-        """The loop's own time between the last two steps: into the running mean with no frame
-        running, or summed for the frame in flight (an outlier such as a validation pass is left
-        out of both)."""
-        clear = self.clear_train
-        if clear is not None and train > OUTLIER_STEPS * clear and train > OUTLIER_S:
-            return
-        if self._busy:
-            self._busy_train += train
-            self._busy_steps += 1
-        elif clear is None:
-            self.clear_train = train
-        else:
-            self.clear_train = clear + CLEAR_WEIGHT * (train - clear)
 
     def leave(self, entered: float, drew: bool, inflight: bool | None = None) -> None:
         """``step()`` returns: its own time counts; a drawn frame updates the cost estimate.

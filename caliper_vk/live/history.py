@@ -122,10 +122,11 @@ class History:
     def nbytes(self) -> int:
         return sum(f.nbytes for f in self.frames)
 
-    def keep(self, step: int, panels) -> list:
+    def keep(self, step: int, panels, planned=None) -> list:
         """Record the copies of ``panels``' inputs for the frame about to be submitted at
         ``step``; returns the command buffers for its reads batch (empty when nothing is
-        kept). Call only when no earlier frame is still in flight.
+        kept). Call only when no earlier frame is still in flight. ``planned``: the layout
+        a frame plan (:mod:`.plan`) found still holding, which spares its key.
 
         It runs every frame: the common case (the same layout, room left in the chunk being
         filled, copies recorded) stays in this one function."""
@@ -133,10 +134,11 @@ class History:
             return []  # a kept frame is being shown: nothing new is drawn from live memory
         try:
             t0 = time.perf_counter()
-            key = layout_key(panels)
             layout = self._layout
-            if layout is None or layout.key != key:
-                layout = self._layout = make_layout(key, panels)
+            if layout is None or layout is not planned:
+                key = layout_key(panels)
+                if layout is None or layout.key != key:
+                    layout = self._layout = make_layout(key, panels)
             total = layout.total
             if not total:
                 return []

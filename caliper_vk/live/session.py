@@ -41,9 +41,10 @@ from .history import parse_budget as parse_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
+from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
-from .status import Status, session_status, update_titles
+from .status import Status, refresh_chrome, session_status
 
 
 class Session(Rewind):
@@ -143,6 +144,7 @@ class Session(Rewind):
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
         self.history = History(self.device, history_bytes) if history_bytes else None
+        self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
 
     # pacing, as attributes people read
@@ -220,6 +222,7 @@ class Session(Rewind):
             self.history.drop_layout()  # made again from the panels at the next frame
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
         self._protocols = [p.protocol for p in self.panels if p.protocol is not None]  # per frame
+        self._plan = None
         if self.budget.share is not None and self.device.info.kind == "cpu":
             self.canvas.profile()  # frames run on the training's cores: the budget counts them
         self._layout_due = False
@@ -235,8 +238,10 @@ class Session(Rewind):
         window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
         is never interrupted).
         """
+        drew = None if self._plan is None else self._plan.step(step)  # the steady frame (.plan)
+        if drew is not None:
+            return drew
         entered = self.budget.enter()
-        drew = False
         try:
             drew = self._step(step)
         finally:
@@ -293,18 +298,8 @@ class Session(Rewind):
                     protocol.ask_for_gap()
                 self.skipped += 1  # a producer is mid-write: drawing now would tear
                 return False
-        if self.window is not None:
-            try:
-                acquired = self.window.acquire()
-            except Exception as exc:  # a Vulkan error must not stop training
-                self._fault(exc)
-                return False
-            if not acquired:
-                if not self.window.alive:  # the display or the window's surface went away
-                    self._window_closed()
-                else:
-                    self.skipped += 1
-                return False
+        if self.window is not None and not acquire_image(self):
+            return False
         reading = []
         for panel in self.panels:
             if panel.error:
@@ -329,12 +324,7 @@ class Session(Rewind):
             waits.append(wait)
             signals.append(signal)
         now = time.perf_counter()
-        periodic = now - self._status_time > 0.25 or self.message != self._status_message
-        if periodic:
-            # text is drawn on the host: a few times a second is plenty
-            self.status_bar.set_text(self.status().line(), warn=bool(self.message))
-            self._status_time, self._status_message = now, self.message
-        update_titles(self.panels, periodic)
+        refresh_chrome(self, now)  # the status line and titles, a few times a second
         extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
@@ -362,6 +352,7 @@ class Session(Rewind):
         self.drawn_step = self.step_count
         if save:
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
+        self._plan = make_plan(self)  # the next frames, planned from this one
         return True
 
     def due(self, step: int | None = None) -> bool:

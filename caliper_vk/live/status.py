@@ -145,3 +145,14 @@ def update_titles(panels, periodic: bool) -> None:
         if periodic or warnings != panel.title_warnings:
             panel.title_warnings = warnings
             panel.label.set_items(*title_items(panel))
+
+
+def refresh_chrome(session, now: float) -> None:
+    """The status line and the title bars before a frame is drawn (``now``: ``perf_counter()``).
+    Text is drawn on the host: the status line a few times a second or when the message changed;
+    a title at the same time, or at once when its panel's warning counts changed."""
+    periodic = now - session._status_time > 0.25 or session.message != session._status_message
+    if periodic:
+        session.status_bar.set_text(session.status().line(), warn=bool(session.message))
+        session._status_time, session._status_message = now, session.message
+    update_titles(session.panels, periodic)

@@ -108,6 +108,10 @@ class ViewBase:
         # Changes whenever the inputs hold new values (set_data; a live session sets it per
         # write and step), so views with memory of past frames can tell a new step from a redraw.
         self.data_version = 0
+        # The last prepare() found every input byte and parameter as the frame before had them, so
+        # that frame's counters (finish(): stats) are the last ones again; a live session's frame
+        # plan then skips reading them. Only views that check all of that set it.
+        self.unchanged = False
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""

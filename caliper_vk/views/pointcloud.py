@@ -15,17 +15,14 @@ differ by more than one level (1/8,388,607 of the fitted depth range); points
 whose depths fall in one level resolve to the lower colour index, and since the
 colour is a function of the key, any point of such a tie gives the same pixel.
 
-The colour pass runs one of two ways with the same bytes: per pixel over the
-whole panel (``pointcloud_resolve``), or, when the points cover well under
-the panel's pixels, per point (``pointcloud_paint``: each point stores its
-colour where its key won, over a background copied in by a transfer), so a small
-cloud does not pay for every pixel of a large panel.
+The colour pass runs one of two ways with the same bytes: per pixel over the whole panel
+(``pointcloud_resolve``), or, when the points cover well under the panel's pixels, per point
+(``pointcloud_paint``: each point stores its colour where its key won, over a background copied
+in by a transfer), so a small cloud does not pay for every pixel of a large panel.
 :meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
-
-Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg``
-tilts toward the viewer, ``zoom`` scales the auto-fit (the bounding sphere of
-the finite points fills 90% of the shorter panel side at ``zoom=1``).
-Rotation, scale and bounds are computed on the host in float64 and passed as
+Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg`` tilts toward the viewer,
+``zoom`` scales the auto-fit (the bounding sphere of the finite points fills 90% of the shorter panel
+side at ``zoom=1``). Rotation, scale and bounds are computed on the host in float64 and passed as
 float32, so shader and twin use identical constants.
 """
 
@@ -345,21 +342,24 @@ class PointCloud(ViewBase):
             base, dtype = imported.offset, DTYPE_CODES[src.dtype]
         else:
             _, base, dtype = self._input("positions", src)
-        if self.bounds is not None:
+        same = self.bounds is None  # whether the positions' bytes are known to be the last frame's
+        if not same:
             fit = self.bounds.tobytes()
         else:
             # the fit is made again when the positions' bytes changed (_pointfit.unchanged, inline)
             fit, snap, a = self._fit_cache, self._fit_of, src.array
             if fit is None or (src.live and (snap is None or snap[0] != src.dtype or snap[1] != a.shape
                                              or a.tobytes() != snap[2])):
-                fit = self._fit(check=False)
+                fit, same = self._fit(check=False), False
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
                id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
                self.color_pass)
+        self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
+            self.unchanged = same  # the same bytes too: the same counters (ViewBase.unchanged)
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
         n = src.array.shape[0]
@@ -373,7 +373,7 @@ class PointCloud(ViewBase):
             cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
             self._upload("point_colors", cidx)
             self._colors_of = colors_of
-        if self._dirty:
+        if self._dirty or not self._params_of or key[12] != self._params_of[12]:  # a new background
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
