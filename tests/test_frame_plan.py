@@ -206,3 +206,46 @@ def test_counters_follow_the_points_when_an_unchanged_frame_skips_reading_them(p
                 assert (f"{expected[-2]} NaN/Inf  " in titled) == (expected[-2] > 0), titled
         s.flush()
         assert view.stats == view.reference_with_stats(view.rect.width, view.rect.height)[1]
+
+
+def test_a_gpu_tensor_read_in_place_has_its_counters_read_every_frame(planned):
+    """The byte test that lets a frame skip reading its counters holds only where the host array
+    is this frame's values: a CUDA or MPS tensor read in place has only its attach-time copy on
+    the host (``Source.current`` False), so its counters are read every frame."""
+    t = points(11)
+    with session() as s:
+        view = s.attach(t, "pointcloud", name="cloud").view
+        s.render()
+        steady(s, planned)
+        steady(s, planned)
+        assert view.unchanged, "the same bytes twice: the counters need not be read again"
+        view.source.current = False  # as attach makes it for a GPU tensor imported in place
+        steady(s, planned)
+        assert not view.unchanged
+        reads = []
+        finish = view.finish
+
+        def counted():
+            reads.append(1)
+            finish()
+
+        view.finish = counted
+        s._plan = None  # planned again from the next general frame, with the counting finish
+        for _ in range(3):
+            steady(s, planned, by_plan=None)
+        assert len(reads) >= 2, reads
+
+
+def test_attach_marks_a_gpu_tensor_read_in_place_as_not_current_on_the_host():
+    from types import SimpleNamespace
+
+    from caliper_vk.live.attach import view_source
+
+    def live(device: str, imported):
+        return SimpleNamespace(array=np.zeros((4, 3), np.float32), dtype="float32", imported=imported,
+                               tensor=SimpleNamespace(device=SimpleNamespace(type=device)))
+
+    assert view_source(live("cpu", object())).current  # the tensor's own pages
+    assert view_source(live("cuda", None)).current  # staged: the host copy is refreshed each frame
+    assert not view_source(live("cuda", object())).current  # imported VRAM: the attach-time copy
+    assert not view_source(live("mps", object())).current

@@ -20,7 +20,9 @@ from .panels import Panel
 
 def view_source(live) -> Source:
     """The view's :class:`Source` over a live input: its host array and its imported buffer."""
-    return Source(live.array, live.dtype, imported=live.imported, live=True)
+    # a GPU tensor read in place: its host array is the copy made at attach, not this frame's values
+    current = live.imported is None or live.tensor.device.type == "cpu"
+    return Source(live.array, live.dtype, imported=live.imported, live=True, current=current)
 
 
 def _close(inputs: dict, sources: dict) -> None:

@@ -15,10 +15,10 @@ draws the next frames from them alone:
    tensor's storage is where it was (its ``data_ptr()`` and shape), and the frame in flight is
    done;
 2. it then runs the frame as the general path does, in the same order and through the same
-   objects: the budget's ``enter``/``leave``; the window's events (a step with input, or whose
-   poll finds the window closed or resized, is the general path's, inside the same budget
-   span); the collection of the last frame (the views' counters; not read again from a view
-   whose last ``prepare()`` found its input bytes and parameters unchanged,
+   objects, inside the budget's span that ``Session.step`` opens (the checks of 1. too): the
+   window's events (a step with input, or whose poll finds the window closed or resized, is the
+   general path's, inside the same span); the collection of the last frame (the views'
+   counters; not read again from a view whose last ``prepare()`` found its input bytes and parameters unchanged,
    :attr:`ViewBase.unchanged`: the same inputs give the same counters); the budget's and the
    frame-rate cap's hold; the window's image (:func:`acquire_image`, shared with the general
    path); the reads booked under the write/read protocol; the status line and titles; every
@@ -121,98 +121,91 @@ class FramePlan:
         inflight = session._inflight
         if inflight and not self.device.is_done(canvas._serial):
             return None  # the general path counts the skip
-        budget, pacing = self.budget, self.pacing
-        entered = budget.enter()
-        drew = False
+        budget, pacing = self.budget, self.pacing  # Session.step has entered the budget's span
+        if window is not None:
+            events = window.poll()
+            if events or not window.alive or window.resized:  # input, a closed or resized window
+                window_input.handle(session, events)
+                return session._step(step)  # the general path (its poll finds nothing new)
+        step = session.step_count = session.step_count + 1 if step is None else int(step)
+        if inflight:  # Session._collect's steady case: no frame to save, no sinks
+            for view, finish in self.finishes:
+                if not getattr(view, "unchanged", False):
+                    finish()  # its counters (a view's unchanged inputs give the last ones again)
+            canvas.frames += 1
+            if canvas.profiler is not None and budget.share is not None:
+                budget.executed(canvas.gpu_ms() / 1000)
+            session._inflight = False
+            session.frames += 1
+            pacing.frame_times.append(time.perf_counter() - pacing.submit_time)  # Pacing.completed
+        if (pacing.max_fps and pacing.within_interval()) or (
+                budget.share is not None and not budget.allows()):
+            pacing.held += 1  # as the general path: drawn recently enough, or over budget
+            return False
+        render_thread = threading.get_ident()
+        for protocol in protocols:
+            protocol.render_thread = render_thread
+        if window is not None and not acquire_image(session):
+            return False
+        reading = self.reading
+        booked = book_reads(reading) if reading else []
+        if booked is None:  # a write began after the check (another thread's)
+            session.skipped += 1
+            return False
+        now = time.perf_counter()
+        if now - session._status_time > 0.25 or session.message != session._status_message:
+            refresh_chrome(session, now)  # the status line and every title: a few times a second
+        else:
+            for panel in self.panels:  # update_titles' steady case: one compare a panel
+                if getattr(panel.view, "stats", None) != panel.title_stats:
+                    update_titles((panel,), False)  # its warning counts may have changed
+        pacing.submit_time = now  # Pacing.submitted
+        for panel in reading:  # before the views prepare and the history keeps (as _step)
+            panel.view.data_version = (panel.protocol.writes, step)
         try:
+            stale = not canvas._recorded  # Canvas.prepare; a strip's unchanged text seen without a call
+            for view in self.views:
+                view.prepare()
+                stale = stale or view.stale
+            for strip in self.strips:
+                if strip._drawn != strip._version or strip.stale:
+                    strip.prepare()
+                    stale = stale or strip.stale
+            if stale:
+                self.device.wait()  # the command buffers may still be executing
+                canvas._record()  # the same command buffers, recorded again
+            kept = self.history.keep(step, reading, self.layout) if self.history else None
+            kept = kept[0] if kept else None
+            key = kept
+            if window is not None:  # the presentation after the frame, with its binary semaphores
+                present, (acquired, done) = window.present_commands(), window.frame_semaphores
+                key = (kept, present, acquired, done)
+            structs = self.structs.get(key)
+            if structs is None:
+                if len(self.structs) >= MAX_STRUCTS:
+                    self.structs.clear()
+                reads = self.reads if kept is None else [*self.reads, kept]
+                rest = (self.rest, (), ()) if window is None else (
+                    [*self.rest, present], [(acquired, 0)], [(done, 0)])
+                structs = self.structs[key] = build_submit(
+                    [(reads, [b[0] for b in booked], [b[1] for b in booked]), rest])
+            wait_values, signal_values = structs[1][0]
+            i = 0
+            for wait, signal in booked:
+                wait_values[i] = wait[1]
+                signal_values[i] = signal[1]
+                i += 1
+            canvas._serial = self.device.submit_built(structs[0], 2)
+            canvas.read_back_serial = None
+            canvas._prepared = False
             if window is not None:
-                events = window.poll()
-                if events or not window.alive or window.resized:  # input, a closed or resized window
-                    window_input.handle(session, events)
-                    drew = session._step(step)  # the general path (its poll finds nothing new)
-                    return drew
-            step = session.step_count = session.step_count + 1 if step is None else int(step)
-            if inflight:  # Session._collect's steady case: no frame to save, no sinks
-                for view, finish in self.finishes:
-                    if not getattr(view, "unchanged", False):
-                        finish()  # its counters (a view's unchanged inputs give the last ones again)
-                canvas.frames += 1
-                if canvas.profiler is not None and budget.share is not None:
-                    budget.executed(canvas.gpu_ms() / 1000)
-                session._inflight = False
-                session.frames += 1
-                pacing.frame_times.append(time.perf_counter() - pacing.submit_time)  # Pacing.completed
-            if (pacing.max_fps and pacing.within_interval()) or (
-                    budget.share is not None and not budget.allows()):
-                pacing.held += 1  # as the general path: drawn recently enough, or over budget
-                return False
-            render_thread = threading.get_ident()
-            for protocol in protocols:
-                protocol.render_thread = render_thread
-            if window is not None and not acquire_image(session):
-                return False
-            reading = self.reading
-            booked = book_reads(reading) if reading else []
-            if booked is None:  # a write began after the check (another thread's)
-                session.skipped += 1
-                return False
-            now = time.perf_counter()
-            if now - session._status_time > 0.25 or session.message != session._status_message:
-                refresh_chrome(session, now)  # the status line and every title: a few times a second
-            else:
-                for panel in self.panels:  # update_titles' steady case: one compare a panel
-                    if getattr(panel.view, "stats", None) != panel.title_stats:
-                        update_titles((panel,), False)  # its warning counts may have changed
-            pacing.submit_time = now  # Pacing.submitted
-            for panel in reading:  # before the views prepare and the history keeps (as _step)
-                panel.view.data_version = (panel.protocol.writes, step)
-            try:
-                stale = not canvas._recorded  # Canvas.prepare; a strip's unchanged text seen without a call
-                for view in self.views:
-                    view.prepare()
-                    stale = stale or view.stale
-                for strip in self.strips:
-                    if strip._drawn != strip._version or strip.stale:
-                        strip.prepare()
-                        stale = stale or strip.stale
-                if stale:
-                    self.device.wait()  # the command buffers may still be executing
-                    canvas._record()  # the same command buffers, recorded again
-                kept = self.history.keep(step, reading, self.layout) if self.history else None
-                kept = kept[0] if kept else None
-                key = kept
-                if window is not None:  # the presentation after the frame, with its binary semaphores
-                    present, (acquired, done) = window.present_commands(), window.frame_semaphores
-                    key = (kept, present, acquired, done)
-                structs = self.structs.get(key)
-                if structs is None:
-                    if len(self.structs) >= MAX_STRUCTS:
-                        self.structs.clear()
-                    reads = self.reads if kept is None else [*self.reads, kept]
-                    rest = (self.rest, (), ()) if window is None else (
-                        [*self.rest, present], [(acquired, 0)], [(done, 0)])
-                    structs = self.structs[key] = build_submit(
-                        [(reads, [b[0] for b in booked], [b[1] for b in booked]), rest])
-                wait_values, signal_values = structs[1][0]
-                i = 0
-                for wait, signal in booked:
-                    wait_values[i] = wait[1]
-                    signal_values[i] = signal[1]
-                    i += 1
-                canvas._serial = self.device.submit_built(structs[0], 2)
-                canvas.read_back_serial = None
-                canvas._prepared = False
-                if window is not None:
-                    window.present()
-            except Exception as exc:  # a Vulkan error must not stop training
-                session._fault(exc)
-                for panel, (_, signal) in zip(reading, booked, strict=True):
-                    panel.protocol.abandon(signal)  # no producer may wait for it forever
-                return False
-            session._inflight = True
-            session._sink_step = None
-            session.drawn_step = step
-            drew = True
-            return True
-        finally:
-            budget.leave(entered, drew, session._inflight)
+                window.present()
+        except Exception as exc:  # a Vulkan error must not stop training
+            session._fault(exc)
+            for panel, (_, signal) in zip(reading, booked, strict=True):
+                panel.protocol.abandon(signal)  # no producer may wait for it forever
+            return False
+        session._inflight = True
+        session._sink_step = None
+        session.drawn_step = step
+        return True

@@ -238,12 +238,13 @@ class Session(Rewind):
         window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
         is never interrupted).
         """
-        drew = None if self._plan is None else self._plan.step(step)  # the steady frame (.plan)
-        if drew is not None:
-            return drew
         entered = self.budget.enter()
+        drew = False
         try:
-            drew = self._step(step)
+            plan = self._plan  # the steady frame (.plan); None when a check failed: the full loop
+            drew = None if plan is None else plan.step(step)
+            if drew is None:
+                drew = self._step(step)
         finally:
             self.budget.leave(entered, drew, self._inflight)
         return drew

@@ -29,22 +29,28 @@ class Source:
     ----------
     array : np.ndarray
         The values in their stored dtype (bfloat16 as its raw uint16 bits). For a
-        live source this aliases the tensor's memory.
+        live CPU tensor this aliases the tensor's memory.
     dtype : str
         One of :data:`DTYPE_CODES`.
     imported : ImportedBuffer, optional
         The GPU buffer over the same memory (zero-copy).
     live : bool
         The memory changes in place between frames (re-read every frame).
+    current : bool
+        ``array`` holds the values the GPU reads this frame (True but for a GPU tensor
+        read in place, whose host array is the copy made when it was attached): only
+        then do the array's bytes tell whether the input changed.
     """
 
-    def __init__(self, array: np.ndarray, dtype: str = "float32", imported=None, live: bool = False):
+    def __init__(self, array: np.ndarray, dtype: str = "float32", imported=None, live: bool = False,
+                 current: bool = True):
         if dtype not in DTYPE_CODES:
             raise ValueError(f"unsupported source dtype {dtype!r}")
         self.array = array
         self.dtype = dtype
         self.imported = imported
         self.live = live
+        self.current = current
         # the view's device buffer holding these bytes when it stages them (set by the view as it
         # uploads; a live session's history copies the frame's input from it on the device)
         self.staged = None

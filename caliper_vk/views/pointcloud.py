@@ -359,7 +359,7 @@ class PointCloud(ViewBase):
                self.color_pass)
         self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
-            self.unchanged = same  # the same bytes too: the same counters (ViewBase.unchanged)
+            self.unchanged = same and src.current  # the same bytes: the same counters (ViewBase.unchanged)
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
         n = src.array.shape[0]
