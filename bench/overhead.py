@@ -193,7 +193,9 @@ def child(loop: str, budget: float, pairs: int, block_s: float, warmup: int) -> 
                     train()
                     n += 1
                 waiting = clock()
-                s.flush()  # the frame drawn in this block is this block's cost
+                # the frame drawn in this block is this block's cost; the next step collects it,
+                # as in a loop (not flush(), which would also read the whole canvas back)
+                s.device.wait()
                 paused += clock() - waiting
             else:
                 while n == 0 or clock() < end:  # a step at least

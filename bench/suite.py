@@ -289,10 +289,11 @@ def render(res: dict) -> str:
               "`step()` (what the training loop pays), 2,000-point panels, zero-copy, median of 30 "
               "frames. As a training loop meets it: the previous frame has completed and is not yet "
               "collected, so the step collects it (each panel reads its counters back) and draws the "
-              "next; the history is on (the default). The floor is a fence reset and one "
-              "`vkQueueSubmit` of the same frame's two command buffers, hand-written, timed the same "
-              "way in the same process. tests/test_frame_cost.py counts the Python calls of such a "
-              "step (31 at one panel, 6 more per panel; 82 and 14 before 2026-12-02).", "",
+              "next, from the frame plan (docs/architecture.md, \"The frame plan\"); the history is on "
+              "(the default). The floor is a fence reset and one `vkQueueSubmit` of the same frame's "
+              "two command buffers, hand-written, timed the same way in the same process. "
+              "tests/test_frame_cost.py counts the Python calls of such a step (13 at one panel, 2 "
+              "more per panel; 31 and 6 on the general path, 82 and 14 before 2026-12-02).", "",
               "| panels | ms per frame | ms per panel | floor ms | frame / floor |", "|---|---|---|---|---|"]
     for n, r in res["cpu_per_panel"].items():
         if "cpu_ms_per_frame" in r:
