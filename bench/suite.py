@@ -463,7 +463,7 @@ def targets(res: dict) -> list[str]:
         got = res["cpu_per_panel"].get(n, res["cpu_per_panel"].get(int(n), {})).get("cpu_ms_per_panel",
                                                                                    float("nan"))
         out.append(f"| Python CPU per frame ≤ {want * 1000:.0f} µs per panel at {n} panel{'s' * (n != '1')} | "
-                   f"{got * 1000:.0f} µs | " + ("met" if got <= want else f"missed by {got / want:.1f}×")
+                   f"{got * 1000:.1f} µs | " + ("met" if got <= want else f"missed by {got / want:.2f}×")
                    + " |")
     tr60 = res["training"].get("ratio_60fps", float("nan"))
     out.append(f"| digits loop slowed ≤ 10% with `step()` every step, at most 60 frames a second "
@@ -513,19 +513,20 @@ def bounds(res: dict) -> list[str]:
     return [
         "", "## What bounds the missed targets", "",
         *pointcloud_suite.bounds(res.get("pointcloud", {})),
-        "- **Python CPU per frame.** The loop runs cache-cold (right after lavapipe and the training "
-        "code had the cores), where each Python call in it costs several microseconds, far more than its "
+        "- **Python CPU per frame.** The frame runs cache-cold (right after lavapipe and the training "
+        "code had the cores), where what costs is the first touch of each library and object, not the "
         "bytecode: the same two torch calls (the storage check) cost about 20 µs cold and 2 µs warm. "
-        "On 2026-12-02 the calls of a drawing step were cut from 82 to 31 at one panel and from 14 to 6 per "
-        "further panel (tests/test_frame_cost.py); the time fell by about a quarter. What is left is "
-        "the design's per-frame work: the budget's bookkeeping, collecting the last frame, the storage "
-        "check, the read booking, the history's ring, each view's change check (the point cloud "
-        "compares its positions' bytes for its fit) and the submission. A hand-written frame doing "
-        "just that for one panel in one function took about 77 µs here (measured once while this was "
-        "worked on, 2026-12-02; not part of this suite), against this run's floor of "
-        f"{1000 * one_panel.get('floor_ms', float('nan')):.0f} µs: "
-        "reaching 100 µs would need the steady-state frame compiled into such a plan at layout time "
-        "(with every view's per-frame check in it), not a shorter version of the general path.",
+        "On 2026-12-02 a drawing step went from 82 Python calls at one panel to 31 on the general path, "
+        "then to 13 in the frame plan (docs/architecture.md), which draws the steady frame in one "
+        "function from what the last general frame found; interleaved with the general path it takes "
+        "0.64–0.78 of its time at one panel and 0.70–0.80 at ten. What is left is the frame's own "
+        "work, each piece a few to a few tens of µs cold: the budget's bookkeeping, the frame-done "
+        "check, the storage check, the read booking, the point cloud's change check (a byte compare of "
+        "its positions for the fit), the history's copy of the inputs (40–60 µs of a one-panel frame: "
+        "`history=None` saves it) and the submission, against this run's floor of "
+        f"{1000 * one_panel.get('floor_ms', float('nan')):.0f} µs. The box's speed moves these figures "
+        "by up to half from run to run (the same code measured 116 and 147 µs at one panel minutes "
+        "apart).",
         "- **Training overhead drawing every frame it can, and the GPT loop.** lavapipe draws on the "
         "same two cores the training uses, so every frame drawn is CPU taken from the step: the GPT "
         "demo's 1200×860 canvas of per-pixel passes costs about 20 ms of CPU a frame, and at about "
