@@ -83,7 +83,7 @@ def test_points_written_in_place_and_through_writing_are_fitted_again(planned, a
 
 
 @pytest.mark.parametrize("change", ["zoom", "camera", "bounds set", "bounds in place", "labels",
-                                    "values", "background in place"])
+                                    "values", "background in place", "colour"])
 def test_a_view_parameter_changed_directly_is_drawn(planned, artifacts, change):
     t = points(3)
     with session() as s:
@@ -105,6 +105,8 @@ def test_a_view_parameter_changed_directly_is_drawn(planned, artifacts, change):
             view.labels = as_labels(np.arange(N) % 5, N)
         elif change == "values":
             view.values = np.linspace(-1, 1, N, dtype=np.float32)
+        elif change == "colour":
+            view.color = (250, 120, 20, 255)  # the uniform colour of unlabelled clouds
         else:
             view.background[0] = 200
         frame = steady(s, planned)

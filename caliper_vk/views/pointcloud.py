@@ -355,8 +355,8 @@ class PointCloud(ViewBase):
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
-               id(self.labels), ranged, self.point_size_px, len(self._palette), tuple(self.background),
-               self.color_pass)
+               id(self.labels), ranged, self.point_size_px, len(self._palette),
+               (tuple(self.background), tuple(self.color)), self.color_pass)
         self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             self.unchanged = same and src.current  # the same bytes: the same counters (ViewBase.unchanged)
@@ -373,7 +373,7 @@ class PointCloud(ViewBase):
             cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
             self._upload("point_colors", cidx)
             self._colors_of = colors_of
-        if self._dirty or not self._params_of or key[12] != self._params_of[12]:  # a new background
+        if self._dirty or not self._params_of or key[12] != self._params_of[12]:  # new background, colour
             self._upload("colors", self._colors())
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
