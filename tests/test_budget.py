@@ -348,3 +348,18 @@ def test_a_live_session_rasterises_on_one_cpu_thread_unless_told(given, threads)
     if out == ["not-cpu"]:
         pytest.skip("the device is not a CPU Vulkan device (lavapipe)")
     assert out == [threads, given or "unset"], out  # and the session left the environment as it was
+
+
+def test_budget_on_the_status_line_says_when_saved_frames_take_it_over(tmp_path):
+    """An offscreen recording saves every Kth frame whatever the budget: over the budget, the status
+    line says why rather than leaving a user to read "≤5% of training: 85.8%" as a fault."""
+    with cv.Session(window=False, size=(64, 48), budget=0.05, out_dir=tmp_path, save_every=2) as s:
+        s.attach(torch.randn(8, 8), "heatmap")
+        for _ in range(12):
+            s.step()
+            time.sleep(0.001)  # a little training: far under a saved frame's cost
+        s.flush()
+        assert s.budget.measured > 0.05, s.budget.measured
+        assert "(saving every 2 steps)" in s.status().line(), s.status().line()
+    fresh = Budget(0.05)  # nothing measured yet: nothing to explain
+    assert fresh.measured is None and fresh.label(save_every=5) == "≤5% of training: …"

@@ -265,9 +265,14 @@ class Budget:
             self.interacting = False
         self._span = 0.0
 
-    def label(self) -> str | None:
-        """The status line's part: ``≤5% of training: 4.1%``."""
+    def label(self, save_every: int = 0) -> str | None:
+        """The status line's part: ``≤5% of training: 4.1%``. ``save_every``: the session saves a
+        frame every that many steps (offscreen recording); over the budget, the part says so,
+        since those frames are never held back (``≤5% of training: 85.8% (saving every 5 steps)``)."""
         if self.share is None:
             return None
         got = self.measured
-        return f"≤{100 * self.share:g}% of training: " + ("…" if got is None else f"{100 * got:.1f}%")
+        text = f"≤{100 * self.share:g}% of training: " + ("…" if got is None else f"{100 * got:.1f}%")
+        if save_every and got is not None and got > self.share:
+            text += f" (saving every {save_every} step{'s' * (save_every != 1)})"
+        return text

@@ -86,7 +86,7 @@ def session_status(session) -> Status:
         history=session.history.summary() if session.history else "",
         producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
         / max(1, sum(p.producer_writes for p in panels)),
-        budget=session.budget.label())
+        budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0))
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
