@@ -166,11 +166,10 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
     exts = frozenset(e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(handle, None))
     ids = new("VkPhysicalDeviceIDProperties")
     driver = new("VkPhysicalDeviceDriverProperties")
+    floats = new("VkPhysicalDeviceFloatControlsProperties")  # core in Vulkan 1.2
     host = new("VkPhysicalDeviceExternalMemoryHostPropertiesEXT")
-    if "VK_EXT_external_memory_host" in exts:
-        chain(ids, driver, host)
-    else:
-        chain(ids, driver)
+    chain(ids, driver, *([floats] if props.apiVersion >= api_version(1, 2) else []),
+          *([host] if "VK_EXT_external_memory_host" in exts else []))
     props2 = new("VkPhysicalDeviceProperties2", pNext=ids)
     vk.vkGetPhysicalDeviceProperties2(handle, props2)
     f12 = new("VkPhysicalDeviceVulkan12Features")
@@ -181,7 +180,9 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
     kind = _TYPE_NAMES.get(props.deviceType, "other")
     features = {"timelineSemaphore": bool(f12.timelineSemaphore),
                 "shaderBufferInt64Atomics": bool(f12.shaderBufferInt64Atomics),
-                "shaderInt64": bool(feats.features.shaderInt64)}
+                "shaderInt64": bool(feats.features.shaderInt64),
+                # a property, kept with the features: RoundingModeRTE for 32-bit floats (limits.py)
+                "shaderRoundingModeRTEFloat32": bool(floats.shaderRoundingModeRTEFloat32)}
     limit_values = {}
     for name in profiles.LIMIT_NAMES:
         value = getattr(limits, name)

@@ -38,7 +38,8 @@ bool value_at(uint series, uint c, out float v) {
     if (classify(a) != CLASS_FINITE || classify(b) != CLASS_FINITE) return false;
     precise float frac = ftz(x - float(i));
     precise float d = ftz(ftz(b) - ftz(a));
-    v = ftz(ftz(a) + ftz(d * frac));
+    precise float r = ftz(ftz(a) + ftz(d * frac));
+    v = r;
     return true;
 }
 
