@@ -415,7 +415,7 @@ class Session(Rewind):
         self.failed = f"{type(exc).__name__}: {exc}"
         for p in self.panels:
             if p.protocol is not None:
-                p.protocol.stopped = True
+                p.protocol.stop()  # and every value a CUDA stream may wait on is reached
         self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
         print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
               "drawing stops", file=sys.stderr)
