@@ -9,11 +9,13 @@ test can fail on exactly the call that caused one, and, when
 ``CALIPER_VK_VALIDATION_LOG`` names a file, appended to it as ``pid<TAB>message``
 lines (how the test suite counts the errors of the processes it starts).
 
-Device choice: a discrete GPU first, then an integrated one, then any other
-(lavapipe is a "CPU" device). ``CALIPER_VK_DEVICE`` forces the choice: an
-index into the enumeration order, or a case-insensitive substring of the
-device name (``llvmpipe``, ``nvidia``), or one of ``discrete``, ``integrated``,
-``cpu``.
+Device choice: ``CALIPER_VK_DEVICE`` forces it: an index into the enumeration
+order, or a case-insensitive substring of the device name (``llvmpipe``,
+``nvidia``), or one of ``discrete``, ``integrated``, ``cpu``. Otherwise the
+device whose ``deviceUUID`` a preference in :data:`UUID_PREFERENCES` names (the
+package adds torch's current CUDA device, so every rank of a multi-GPU job
+draws on its own GPU); otherwise a discrete GPU first, then an integrated one,
+then any other (lavapipe is a "CPU" device).
 """
 
 from __future__ import annotations
@@ -117,6 +119,24 @@ def validation_layer_available() -> bool:
 
 def validation_requested() -> bool:
     return os.environ.get(VALIDATION_ENV, "") not in ("", "0", "false", "no")
+
+
+# Callables () -> bytes | None, asked in order when nothing forces the device choice: the first
+# UUID one returns that a device has picks it. caliper_vk.exporters adds torch's current CUDA
+# device (the engine knows nothing of torch); a preference that raises is skipped.
+UUID_PREFERENCES: list = []
+
+
+def preferred_uuid() -> bytes | None:
+    """The first device UUID a :data:`UUID_PREFERENCES` entry names, or None."""
+    for preference in list(UUID_PREFERENCES):
+        try:
+            uuid = preference()
+        except Exception:  # no driver, no bindings: no preference
+            uuid = None
+        if uuid:
+            return bytes(uuid)
+    return None
 
 
 @dataclass
@@ -331,7 +351,8 @@ class Instance:
         return self._devices
 
     def select(self, choice: str | None = None) -> PhysicalDeviceInfo:
-        """Pick a device: ``choice``, else ``CALIPER_VK_DEVICE``, else best kind."""
+        """Pick a device: ``choice``, else ``CALIPER_VK_DEVICE``, else the preferred UUID's
+        (:func:`preferred_uuid`), else the best kind."""
         devices = [d for d in self.physical_devices() if d.api_version_int >= api_version(1, 2)]
         if not devices:
             names = [f"{d.name} (Vulkan {d.api_version})" for d in self.physical_devices()]
@@ -342,6 +363,10 @@ class Instance:
             )
         choice = choice if choice is not None else os.environ.get(DEVICE_ENV) or None
         if choice is None:
+            uuid = preferred_uuid()
+            for d in devices:
+                if uuid is not None and bytes(d.device_uuid) == uuid:
+                    return d
             return min(devices, key=lambda d: (_PREFERENCE[d.kind], d.index))
         text = choice.strip().lower()
         if text.isdigit():

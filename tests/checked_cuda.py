@@ -163,9 +163,13 @@ class CheckedDriver:
     current stream has.
     """
 
-    def __init__(self, vk_device, uuid: bytes | None = None, fail: dict | None = None, stream: int = 0x5EED):
+    def __init__(self, vk_device, uuid: bytes | None = None, fail: dict | None = None, stream: int = 0x5EED,
+                 gpus: list | None = None):
         self.vk_device = vk_device
         self.uuid = bytes(uuid if uuid is not None else vk_device.info.device_uuid)
+        # more GPUs (their UUIDs, by physical ordinal; the first is the one above): the driver's
+        # ordinals are those CUDA_VISIBLE_DEVICES leaves, in its order; only the first has a context
+        self.gpus = [self.uuid, *(bytes(g) for g in gpus or [])]
         self.fail = dict(fail or {})
         self.stream = stream
         self.capturing = False  # torch's stream is capturing a CUDA graph
@@ -236,16 +240,29 @@ class CheckedDriver:
             raise ArgumentError("cuInit flags must be 0")
         return ()
 
+    def visible(self) -> list[int]:
+        """The physical ordinals the driver lists, in its order (``CUDA_VISIBLE_DEVICES``)."""
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if env is None:
+            return list(range(len(self.gpus)))
+        out = []
+        for item in env.split(","):  # the driver stops at the first entry it cannot use
+            if not item.strip().isdigit() or int(item) >= len(self.gpus):
+                break
+            out.append(int(item))
+        return out
+
     def _cuDeviceGet(self, ordinal):
-        if ordinal != 0:  # one GPU here
+        visible = self.visible()
+        if not 0 <= ordinal < len(visible):
             raise _FailError(D.CUresult.CUDA_ERROR_INVALID_DEVICE)
-        return D.CUdevice(0)
+        return D.CUdevice(visible[ordinal])
 
     def _cuDevicePrimaryCtxRetain(self, dev):
         return D.CUcontext(0xC0000 + int(dev))
 
     def _cuDeviceGetUuid(self, dev):
-        return _uuid(self.uuid)
+        return _uuid(self.gpus[int(dev)])
 
     def _cuCtxPushCurrent(self, ctx):
         if int(ctx) != 0xC0000:

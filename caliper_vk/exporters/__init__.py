@@ -16,8 +16,10 @@ renderer's device; :func:`release` frees what an unused record holds.
 from __future__ import annotations
 
 from ..engine.external import ExternalMemoryError, import_metal_buffer
+from ..engine.instance import UUID_PREFERENCES
 from ..engine.sync import SemaphoreExportError
 from . import cpu
+from .cuda_driver import torch_cuda_uuid
 from .contract import (
     CONTRACT_VERSION,
     SUPPORTED_DTYPES,
@@ -42,6 +44,10 @@ from .live_input import (
     open_input,
 )
 
+
+# the renderer draws on torch's current CUDA device when nothing else forces the choice
+if torch_cuda_uuid not in UUID_PREFERENCES:
+    UUID_PREFERENCES.append(torch_cuda_uuid)
 
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
