@@ -70,6 +70,9 @@ class WriteRead:
         self.wait_s = 0.0  # the producer's total wait
         self.writes = 0  # writes through writing()
         # CUDA: raises when a frame would be booked during graph capture (else None)
+        # MPS: signals a frame's own value with no device sync (only for producers that write
+        # through writing(), whose exits synchronise); else None
+        self._unchanged = getattr(sync, "unchanged", None)
         self.refuse_capture = getattr(sync, "refuse_capture", None)
 
     @property
@@ -134,7 +137,9 @@ class WriteRead:
             # Host memory needs no such value: its writes are complete when the producer's code
             # returns, so the frame waits for the latest value handed out (its last read's).
             self.value += 1
-            if self.ordered or self.mirrored:
+            if self.ordered and self.writes and self._unchanged is not None and not self.mirrored:
+                self._unchanged(self.value)  # MPS: the writes were synchronised at their exits
+            elif self.ordered or self.mirrored:
                 self.sync.after_write(self.value - 1, self.value)
             else:
                 self.timeline.signal(self.value)  # the negative control: from the host, unordered
