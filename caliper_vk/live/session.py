@@ -223,8 +223,8 @@ class Session(Rewind):
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
         self._protocols = [p.protocol for p in self.panels if p.protocol is not None]  # per frame
         self._plan = None
-        if self.budget.share is not None and self.device.info.kind == "cpu":
-            self.canvas.profile()  # frames run on the training's cores: the budget counts them
+        if self.budget.share is not None and self.device.timestamps:
+            self.canvas.profile()  # a frame's device time is training's too: the budget counts it
         self._layout_due = False
         if self.window:
             self.window.bind_canvas(self.canvas)
