@@ -153,6 +153,21 @@ def profile_lines(profile, info) -> list[str]:
     return lines
 
 
+def held_memory() -> str:
+    """The device memory Caliper holds in this process (its default device), in one line."""
+    from .engine import canvas
+
+    device = canvas._default_device
+    if device is None or device.handle is None:
+        return ("device memory Caliper holds in this process: none yet (a live session holds its "
+                "canvas, one copy per on-device-copy panel and its history, 64 MB by default; its "
+                "status line shows the total on a GPU)")
+    stats = device.memory_stats
+    return (f"device memory Caliper holds in this process: {stats['allocated_bytes'] / 1e6:.1f} MB in "
+            f"{stats['allocations']} allocations, and {stats['imported_bytes'] / 1e6:.1f} MB of tensors "
+            "imported in place")
+
+
 def report() -> str:
     """The doctor's text report (raises NoDeviceError with advice when Vulkan is absent)."""
     lines = []
@@ -167,6 +182,7 @@ def report() -> str:
                      f"(set {DEVICE_ENV} to choose another)")
         lines.append(f"  device UUID {chosen.device_uuid.hex()}, "
                      f"maxStorageBufferRange {chosen.max_storage_buffer_range} B")
+        lines.append(f"  {held_memory()}")
         lines += profile_lines(inst.profile, chosen)
         lines.append("Transfer paths and features:")
         for cap in capabilities(chosen):

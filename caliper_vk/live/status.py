@@ -37,6 +37,10 @@ class Status:
     producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
     history: str = ""  # what the rewind history keeps (``history: steps 760–1000, 96 MB``)
     budget: str | None = None  # the overhead budget and the share measured (``≤5% of training: 4.1%``)
+    # device memory Caliper allocated (canvases, mirrors, history, buffers); shown for GPUs, where it
+    # is memory the training cannot have (a CPU device's is host memory, counted in the process's)
+    device_memory: int = 0
+    gpu: bool = False
 
     def line(self) -> str:
         parts = [self.device]
@@ -60,6 +64,8 @@ class Status:
             parts.append(f"≤{self.max_fps:g} fps")
         if self.history:
             parts.append(self.history)
+        if self.gpu and self.device_memory:
+            parts.append(f"holds {megabytes(self.device_memory)} of device memory")
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
@@ -86,7 +92,13 @@ def session_status(session) -> Status:
         history=session.history.summary() if session.history else "",
         producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
         / max(1, sum(p.producer_writes for p in panels)),
-        budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0))
+        budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0),
+        device_memory=session.device.memory_stats["allocated_bytes"],
+        gpu=session.device.info.kind != "cpu")
+
+
+def megabytes(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
