@@ -36,7 +36,7 @@ from . import input as window_input
 from .attach import attach_panel, build
 from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, TRAINING_RASTER_THREADS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
-from .history import History, Rewind
+from .history import DeviceMemoryError, History, Rewind, fit_device_memory
 from .history import parse_budget as parse_history
 from .layout import lay_out
 from .pacing import Pacing, check_max_fps
@@ -97,7 +97,7 @@ class Session(Rewind):
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
                  budget: float | str | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
                  history=DEFAULT_HISTORY, video=None, fps: float = 30.0, host: str = "127.0.0.1",
-                 port: int = 8765):
+                 port: int = 8765, device_memory=None):
         check_max_fps(max_fps)
         self.budget = Budget(budget, min_fps)
         history_bytes = parse_history(history)
@@ -143,7 +143,9 @@ class Session(Rewind):
         self._status_time = -1.0
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
-        self.history = History(self.device, history_bytes) if history_bytes else None
+        # a cap on the device memory Caliper holds ("512MB"; history first: fit_device_memory)
+        self.device_memory = parse_history(device_memory, "device_memory") or None
+        self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
 
@@ -185,6 +187,11 @@ class Session(Rewind):
         self._wait_idle()
         self.panels.append(panel)
         self._layout()
+        try:
+            fit_device_memory(self.device, self.history, self.device_memory, f"attaching {name}")
+        except DeviceMemoryError:
+            panel.close()
+            raise
         return panel
 
     def _build(self, view, name: str) -> str | None:

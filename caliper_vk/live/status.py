@@ -40,6 +40,7 @@ class Status:
     # device memory Caliper allocated (canvases, mirrors, history, buffers); shown for GPUs, where it
     # is memory the training cannot have (a CPU device's is host memory, counted in the process's)
     device_memory: int = 0
+    device_memory_cap: int | None = None  # Session(device_memory=)
     gpu: bool = False
 
     def line(self) -> str:
@@ -65,7 +66,8 @@ class Status:
         if self.history:
             parts.append(self.history)
         if self.gpu and self.device_memory:
-            parts.append(f"holds {megabytes(self.device_memory)} of device memory")
+            parts.append(f"holds {megabytes(self.device_memory)} of device memory"
+                         + (f" (cap {megabytes(self.device_memory_cap)})" if self.device_memory_cap else ""))
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
@@ -93,7 +95,7 @@ def session_status(session) -> Status:
         producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
         / max(1, sum(p.producer_writes for p in panels)),
         budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0),
-        device_memory=session.device.memory_stats["allocated_bytes"],
+        device_memory=session.device.memory_stats["allocated_bytes"], device_memory_cap=session.device_memory,
         gpu=session.device.info.kind != "cpu")
 
 
