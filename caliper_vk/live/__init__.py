@@ -12,8 +12,9 @@ reads tensor → :mod:`caliper_vk.exporters`
 → live input → :mod:`caliper_vk.views` → canvas → window.
 """
 
+from .history import DeviceMemoryError
 from .panels import HostPanel, Panel
 from .session import Session, display_available
 from .status import Status, title_items
 
-__all__ = ["HostPanel", "Panel", "Session", "Status", "display_available", "title_items"]
+__all__ = ["DeviceMemoryError", "HostPanel", "Panel", "Session", "Status", "display_available", "title_items"]
