@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import caliper_vk as cv
-from caliper_vk.live.history import DeviceMemoryError
+from caliper_vk.live import DeviceMemoryError
 
 
 def _held(s) -> int:

@@ -46,6 +46,7 @@ from .. import chrome
 from ..engine import Buffer
 from ..engine.commands import Recorder
 from .history_copy import Layout, RingCopies, layout_key, make_layout
+from .memory import megabytes
 from .panels import Panel
 from .status import title_items
 
@@ -73,30 +74,6 @@ def parse_budget(value, name: str = "history") -> int:
     return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
 
 
-class DeviceMemoryError(RuntimeError):
-    """A panel would make Caliper hold more device memory than ``Session(device_memory=)``."""
-
-
-def fit_device_memory(device, history: History | None, cap: int | None, what: str) -> None:
-    """``Session(device_memory=cap)`` after ``what`` allocated: over the cap, the history gives
-    its ring up first (it grows again within what is left); still over, raise
-    :class:`DeviceMemoryError` (the caller undoes ``what``). Call with the device idle."""
-    if cap is None:
-        return
-    stats = device.memory_stats
-    device.collect()  # what was released waits for nothing now: count it out
-    if stats["allocated_bytes"] > cap and history is not None and history.chunks:
-        history.clear()
-        device.collect()
-    if stats["allocated_bytes"] > cap:
-        raise DeviceMemoryError(
-            f"{what} makes Caliper hold {megabytes(stats['allocated_bytes'])} of device memory, over "
-            f"device_memory={megabytes(cap)} (the history has given its memory up already); raise "
-            "device_memory=, draw a smaller window, or attach less")
-
-
-def megabytes(n: int) -> str:
-    return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
 @dataclass

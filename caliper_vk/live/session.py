@@ -36,9 +36,10 @@ from . import input as window_input
 from .attach import attach_panel, build
 from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, TRAINING_RASTER_THREADS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
-from .history import DeviceMemoryError, History, Rewind, fit_device_memory
+from .history import History, Rewind
 from .history import parse_budget as parse_history
 from .layout import lay_out
+from .memory import DeviceMemoryError, fit_device_memory
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .plan import acquire_image, make_plan

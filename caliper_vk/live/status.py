@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .. import chrome
 from ..chrome import LABEL_BACKGROUND, TextStrip
 from ..exporters import PATH_HOST, PATH_ZERO_COPY
+from .memory import megabytes
 
 
 @dataclass
@@ -97,10 +98,6 @@ def session_status(session) -> Status:
         budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0),
         device_memory=session.device.memory_stats["allocated_bytes"], device_memory_cap=session.device_memory,
         gpu=session.device.info.kind != "cpu")
-
-
-def megabytes(n: int) -> str:
-    return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
