@@ -9,6 +9,8 @@ VRAM with Vulkan through opaque fd / Win32 handles (:mod:`.cuda`, zero-copy for
 ``empty(device="cuda")`` tensors, an on-device copy otherwise); MPS tensors'
 ``MTLBuffer`` is imported by MoltenVK (:mod:`.mps`). Where interop is not
 possible the record says ``staging`` and why, so the status line can.
+:mod:`.discrete` is an emulated discrete GPU for CI (``CALIPER_VK_EMULATE=discrete``): device
+tensors whose host views are counted snapshots.
 :func:`import_external` turns a GPU record into an engine buffer on the
 renderer's device; :func:`release` frees what an unused record holds.
 """
@@ -18,8 +20,7 @@ from __future__ import annotations
 from ..engine.external import ExternalMemoryError, import_metal_buffer
 from ..engine.instance import UUID_PREFERENCES
 from ..engine.sync import SemaphoreExportError
-from . import cpu
-from .cuda_driver import torch_cuda_uuid
+from . import cpu, discrete
 from .contract import (
     CONTRACT_VERSION,
     SUPPORTED_DTYPES,
@@ -34,6 +35,7 @@ from .contract import (
     dtype_name,
     storage_fingerprint,
 )
+from .cuda_driver import torch_cuda_uuid
 from .live_input import (
     GPU_KINDS,
     PATH_DEVICE_COPY,
@@ -48,6 +50,8 @@ from .live_input import (
 # the renderer draws on torch's current CUDA device when nothing else forces the choice
 if torch_cuda_uuid not in UUID_PREFERENCES:
     UUID_PREFERENCES.append(torch_cuda_uuid)
+if discrete.enabled():  # CALIPER_VK_EMULATE=discrete: torch.cuda's calls act on the emulated device
+    discrete.install()
 
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
@@ -71,6 +75,8 @@ def export(tensor, device_info, name: str = "tensor", device=None) -> ExternalBu
     kind = tensor.device.type
     if kind == "cpu":
         return cpu.export(tensor, device_info, name)
+    if discrete.is_emulated(tensor):
+        return discrete.export(tensor, device_info, name, device)
     if kind not in ("cuda", "mps"):
         return _staging(tensor, f"no exporter for {kind} tensors")
     if device is None:
@@ -131,6 +137,8 @@ def empty(shape, dtype=None, device="cpu"):
     if kind == "cpu":
         return cpu.empty(shape, dtype)
     if kind == "cuda":
+        if discrete.enabled():  # CALIPER_VK_EMULATE=discrete: the emulated discrete GPU
+            return discrete.empty(shape, dtype)
         from . import cuda
 
         return cuda.empty(shape, dtype, device)
