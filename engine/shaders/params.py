@@ -183,10 +183,10 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
 
 HEATMAP = ParamBlock("heatmap_params", "HM", [
     "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",
-    ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
+    ("LO", "float"), ("HI", "float"),  # the stats pass counts finite values below LO / above HI
     "NAN_COLOR", "POSINF_COLOR", "NEGINF_COLOR", "BG", "BASE", "DTYPE",
 ], constants={"ST_NAN": "0", "ST_POSINF": "1", "ST_NEGINF": "2", "ST_BELOW": "3", "ST_ABOVE": "4",
-              "ST_MIN": "5", "ST_MAX": "6"})
+              "ST_MIN": "5", "ST_MAX": "6", "ST_LO": "7", "ST_HI": "8", "ST_SCALE": "9", "ST_WORDS": "10"})
 
 HISTOGRAM = ParamBlock("histogram_params", "HG", [
     "N", "BASE", "DTYPE", "BINS", ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
@@ -210,10 +210,16 @@ TEXT = ParamBlock("text_params", "TX", [
 ], constants={"EMPTY": "0xFFFFFFFFu"})
 
 TEXTGRID = ParamBlock("textgrid_params", "TG", [
-    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE", ("LO", "float"), ("SCALE", "float"),
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE",
     "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
     "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
     "LUM_SPLIT",
 ], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
-BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID)
+# The value-range resolve pass (range_resolve.comp, shared by the ranged views): COUNT ranges whose
+# finite min/max keys sit at stats words KEYS + 2i and whose (lo, hi, scale) go to OUT + 3i.
+RANGE = ParamBlock("range_params", "RG", [
+    "MODE", "COUNT", "KEYS", "OUT", ("LAST", "float"), ("LO", "float"), ("HI", "float"),
+], constants={"MODE_FIXED": "0u", "MODE_AUTO": "1u", "MODE_SYMMETRIC": "2u"})
+
+BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE)

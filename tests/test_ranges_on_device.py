@@ -1,0 +1,49 @@
+"""Value ranges are resolved on the device in the frame that draws them: values written where
+the GPU reads them after the first frame (the host copy left stale, as for a GPU tensor read in
+place) are drawn over their own range, byte for byte as the twin made from a copy of them, and
+the title shows the range the frame used."""
+
+import numpy as np
+import pytest
+
+from caliper_vk.views import Heatmap, TextGrid
+from device_written import render_written_after_first_frame
+from images import assert_same_image
+
+RNG = np.random.default_rng(25)
+LATER = (RNG.normal(size=(12, 16)) * 40 - 25).astype(np.float32)  # both signs, far from (0, 1)
+
+
+@pytest.mark.parametrize("value_range", ["auto", "symmetric", (-10.0, 30.0)])
+def test_heatmap_attached_at_zeros_then_filled(value_range, artifacts):
+    zeros = np.zeros_like(LATER)
+    view = Heatmap(zeros, value_range=value_range, colormap="coolwarm")
+    image, expected, twin = render_written_after_first_frame(
+        view, zeros, LATER, 64, 48, lambda a: Heatmap(a, value_range=value_range, colormap="coolwarm"))
+    assert_same_image(image, expected, artifacts)
+    assert view.range == twin.range
+    if value_range == "auto":
+        assert view.range == (float(LATER.min()), float(LATER.max()))
+
+
+def test_heatmap_range_that_changes_sign(artifacts):
+    first = np.abs(LATER) + 1.0
+    view = Heatmap(first)
+    image, expected, _ = render_written_after_first_frame(view, first, -first, 50, 40, Heatmap)
+    assert_same_image(image, expected, artifacts)
+    assert view.range == (float(-first.max()), float(-first.min()))
+
+
+@pytest.mark.parametrize("value_range", ["auto", "symmetric"])
+def test_textgrid_attached_at_zeros_then_filled(value_range, artifacts):
+    zeros = np.zeros((3, 4), np.float32)
+    later = np.array([[-3, 0.5, 9, 2], [1, -1, 4, 4], [0, 0, 7, -8]], np.float32)
+    tokens = [["a", "bb", "c", "d"]] * 3
+
+    def make(values):
+        return TextGrid(values, tokens=tokens, value_range=value_range)
+
+    view = make(zeros)
+    image, expected, twin = render_written_after_first_frame(view, zeros, later, 96, 60, make)
+    assert_same_image(image, expected, artifacts)
+    assert view.range == twin.range
