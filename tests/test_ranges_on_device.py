@@ -6,7 +6,8 @@ the title shows the range the frame used."""
 import numpy as np
 import pytest
 
-from caliper_vk.views import Heatmap, TextGrid
+from caliper_vk import chrome
+from caliper_vk.views import Curve, Heatmap, TextGrid
 from device_written import render_written_after_first_frame
 from images import assert_same_image
 
@@ -47,3 +48,18 @@ def test_textgrid_attached_at_zeros_then_filled(value_range, artifacts):
     image, expected, twin = render_written_after_first_frame(view, zeros, later, 96, 60, make)
     assert_same_image(image, expected, artifacts)
     assert view.range == twin.range
+
+
+@pytest.mark.parametrize("options", [{}, {"smoothing": 0.9}, {"smoothing": 0.8, "value_range": (-5.0, 5.0)},
+                                     {"value_range": "symmetric"}])
+def test_curve_attached_at_zeros_then_filled(options, artifacts):
+    zeros = np.zeros(300, np.float32)
+    later = (np.cumsum(RNG.normal(size=300)) - 4).astype(np.float32)
+    later[40:47] = np.nan
+    view = Curve(zeros, **options)
+    image, expected, twin = render_written_after_first_frame(view, zeros, later, 120, 50,
+                                                             lambda a: Curve(a, **options))
+    assert_same_image(image, expected, artifacts)
+    assert view.range == twin.range
+    assert view.last_value == float(later[-1])
+    assert view.legend()[0][0].startswith(f"last {chrome.number(float(later[-1]))}")

@@ -196,9 +196,12 @@ HISTOGRAM = ParamBlock("histogram_params", "HG", [
     "HS_NAN": "0", "HS_POSINF": "1", "HS_NEGINF": "2", "HS_BELOW": "3", "HS_ABOVE": "4", "HS_MAX": "5"})
 
 CURVE = ParamBlock("curve_params", "CV", [
-    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y", ("LO", "float"), ("SCALE", "float"),
-    "STEP", "SERIES", "BG", "COLOR0", "COLOR1",
-], constants={"CS_NAN": "0", "CS_INF": "1", "NO_ROWS": "0xFFFFFFFFu"})
+    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
+    ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
+    ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13", "CS_WORDS": "14",
+    "NO_ROWS": "0xFFFFFFFFu"})
 
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
