@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from caliper_vk import chrome
-from caliper_vk.views import Curve, Heatmap, TextGrid
+from caliper_vk.views import _exact
+from caliper_vk.views import Curve, Heatmap, Histogram, TextGrid
 from device_written import render_written_after_first_frame
 from images import assert_same_image
 
@@ -63,3 +64,36 @@ def test_curve_attached_at_zeros_then_filled(options, artifacts):
     assert view.range == twin.range
     assert view.last_value == float(later[-1])
     assert view.legend()[0][0].startswith(f"last {chrome.number(float(later[-1]))}")
+
+
+def test_scale_without_division_is_within_two_ulps_of_the_quotient():
+    """The resolve pass's scale (and its twin) against float64 division: an oracle, not the twin."""
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(4000):
+        lo, hi = sorted(np.float32(rng.normal(size=2) * 10.0 ** rng.integers(-25, 35)))
+        if not hi > lo or not np.isfinite(float(hi) - float(lo)):
+            continue
+        last = int(rng.integers(1, 4097))
+        got = float(_exact.range_scale(lo, hi, last))
+        want = last / (float(hi) - float(lo))
+        assert got > 0 and abs(got - want) <= 2 * 2.0 ** -23 * want, (lo, hi, last, got, want)
+        checked += 1
+    assert checked > 3000
+    assert _exact.device_range(1, _exact.NO_KEY, 0, 0, 0, 255)[:2] == (0.0, 1.0)  # no finite value
+    lo, hi, _ = _exact.device_range(1, *_exact.finite_keys(np.full(3, 7.0, np.float32)), 0, 0, 255)
+    assert (lo, hi) == (3.5, 10.5)  # a constant widened by half its magnitude on each side
+
+
+@pytest.mark.parametrize("options", [{"bins": 24}, {"bins": "auto", "value_range": "symmetric"},
+                                     {"bins": 10, "value_range": (-50.0, 0.0)}])
+def test_histogram_attached_at_zeros_then_filled(options, artifacts):
+    zeros = np.zeros(LATER.size, np.float32)
+    view = Histogram(zeros, **options)
+    image, expected, twin = render_written_after_first_frame(view, zeros, LATER.reshape(-1), 90, 60,
+                                                             lambda a: Histogram(a, **options))
+    assert_same_image(image, expected, artifacts)
+    assert view.range == twin.range
+    counts, stats = twin.count()
+    assert np.array_equal(view.counts, counts) and view.stats == stats
+    assert view.counts.sum() + stats["below"] + stats["above"] == LATER.size

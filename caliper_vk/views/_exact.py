@@ -104,7 +104,7 @@ def finite_keys(values) -> tuple[int, int]:
 def recip_mantissa(m):
     """``recip_mantissa`` in range.glsl: 1/m for m in [1, 2), four Newton steps in float32."""
     m = F32(m)
-    r = F32(np.uint32(0x4034B4B5).view(F32) - F32(np.uint32(0x3FF0F0F1).view(F32) * m))
+    r = F32(np.uint32(0x3FB4B4B5).view(F32) - F32(np.uint32(0x3EF0F0F1).view(F32) * m))
     one = F32(1.0)
     for _ in range(4):
         e = F32(one - F32(m * r))

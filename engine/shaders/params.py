@@ -189,11 +189,13 @@ HEATMAP = ParamBlock("heatmap_params", "HM", [
               "ST_MIN": "5", "ST_MAX": "6", "ST_LO": "7", "ST_HI": "8", "ST_SCALE": "9", "ST_WORDS": "10"})
 
 HISTOGRAM = ParamBlock("histogram_params", "HG", [
-    "N", "BASE", "DTYPE", "BINS", ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
-    "W", "H", "RECT_X", "RECT_Y", "HISTORY", "HISTORY_MAX", "BG", "COLOR", "OLD_COLOR",
-    "OFFSET",  # 0: overlay; else the pixels each older step is raised by (offset layout)
-], constants={  # stats words after the bins
-    "HS_NAN": "0", "HS_POSINF": "1", "HS_NEGINF": "2", "HS_BELOW": "3", "HS_ABOVE": "4", "HS_MAX": "5"})
+    "N", "BASE", "DTYPE", "BINS",
+    "W", "H", "RECT_X", "RECT_Y",
+    "HISTORY",  # older steps uploaded (each with the grid it was counted on), newest first
+    "BG", "COLOR", "OLD_COLOR",
+    "OFFSET",  # 0: overlay layout; 1: offset layout (older steps raised, histogram_raster.comp)
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "HS_MAX": "10", "HS_KEPT": "11", "HS_WORDS": "12"})
 
 CURVE = ParamBlock("curve_params", "CV", [
     "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",

@@ -14,9 +14,9 @@
 
 const uint NO_KEY = 0xFFFFFFFFu;  // the min key of a reduction that saw no finite value
 
-// 1 / m for m in [1, 2): 48/17 - 32/17 m (relative error <= 1/17), then Newton.
+// 1 / m for m in [1, 2): 24/17 - 8/17 m (relative error <= 1/17), then Newton.
 float recip_mantissa(float m) {
-    precise float r = uintBitsToFloat(0x4034B4B5u) - uintBitsToFloat(0x3FF0F0F1u) * m;
+    precise float r = uintBitsToFloat(0x3FB4B4B5u) - uintBitsToFloat(0x3EF0F0F1u) * m;
     for (int k = 0; k < 4; ++k) {
         precise float e = 1.0 - m * r;
         precise float rn = r + r * e;
