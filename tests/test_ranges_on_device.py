@@ -8,7 +8,7 @@ import pytest
 
 from caliper_vk import chrome
 from caliper_vk.views import _exact
-from caliper_vk.views import Curve, Heatmap, Histogram, TextGrid
+from caliper_vk.views import Curve, Heatmap, Histogram, Images, TextGrid
 from device_written import render_written_after_first_frame
 from images import assert_same_image
 
@@ -97,3 +97,19 @@ def test_histogram_attached_at_zeros_then_filled(options, artifacts):
     counts, stats = twin.count()
     assert np.array_equal(view.counts, counts) and view.stats == stats
     assert view.counts.sum() + stats["below"] + stats["above"] == LATER.size
+
+
+@pytest.mark.parametrize("options", [{}, {"normalize": "shared"}, {"value_range": "symmetric"},
+                                     {"value_range": (-20.0, 20.0)}])
+def test_images_attached_at_zeros_then_filled(options, artifacts):
+    later = (RNG.normal(size=(6, 5, 7)) * np.array([1, 50, -3, 1e-3, 7, 0])[:, None, None]).astype(np.float32)
+    later[0, 0, 0] = np.nan
+    later[2, 1, 1] = -np.inf
+    zeros = np.zeros_like(later)
+    view = Images(zeros, **options)
+    image, expected, twin = render_written_after_first_frame(view, zeros, later, 120, 90,
+                                                             lambda a: Images(a, **options))
+    assert_same_image(image, expected, artifacts)
+    assert view.stats == {"nan": 1, "posinf": 0, "neginf": 1}
+    if view.shared:
+        assert view.range == twin.range

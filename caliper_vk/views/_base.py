@@ -253,7 +253,8 @@ class RangedView(ArrayView):
 
     The range is resolved on the device, in the frame that draws it: the view's stats pass
     keeps the finite min/max of the values where they live (orderable keys at stats words
-    ``range_words[0]``, ``+1``), the resolve pass (range_resolve.comp, parameters from
+    ``range_words[0]``, ``+1``; with several ranges, all the min keys then all the max keys),
+    the resolve pass (range_resolve.comp, parameters from
     :meth:`_range_params`) writes (lo, hi, scale) at ``range_words[1]`` for the drawing
     passes, and :meth:`_read_range` takes them back with the frame's counters: what titles
     and legends show. The host reads no value for it. :meth:`reference_range` is the twin.

@@ -208,7 +208,13 @@ CURVE = ParamBlock("curve_params", "CV", [
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
     "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
-], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
+    "SHARED",  # 1: one range for all tiles (normalize="shared" or a fixed range); 0: one per tile
+    "GROUPS",  # ranges: 1 when SHARED, else one per tile
+    "NORMS",  # the stats word of the first group's (lo, hi, scale): IS_KEYS + 2 * GROUPS
+], constants={  # stats words: NaN, +Inf, -Inf counts, then GROUPS min keys and GROUPS max keys, then
+    # (lo, hi, scale) per group
+    "IS_NAN": "0", "IS_POSINF": "1", "IS_NEGINF": "2", "IS_KEYS": "4",
+}, specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
 TEXT = ParamBlock("text_params", "TX", [
     "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
@@ -222,7 +228,8 @@ TEXTGRID = ParamBlock("textgrid_params", "TG", [
 ], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
 # The value-range resolve pass (range_resolve.comp, shared by the ranged views): COUNT ranges whose
-# finite min/max keys sit at stats words KEYS + 2i and whose (lo, hi, scale) go to OUT + 3i.
+# finite min keys sit at stats words KEYS + i, max keys at KEYS + COUNT + i, and whose
+# (lo, hi, scale) go to OUT + 3i.
 RANGE = ParamBlock("range_params", "RG", [
     "MODE", "COUNT", "KEYS", "OUT", ("LAST", "float"), ("LO", "float"), ("HI", "float"),
 ], constants={"MODE_FIXED": "0u", "MODE_AUTO": "1u", "MODE_SYMMETRIC": "2u"})
