@@ -226,7 +226,6 @@ class ArrayView(ViewBase):
 
     def _set_source(self, source) -> None:
         self._replace_source(source)
-        self._range_cache = None
         self._dirty.add("data")
 
     @property

@@ -78,7 +78,6 @@ class Curve(RangedView):
             raise ValueError(f"smoothing must be in (0, 1) (an EMA weight), got {smoothing!r}")
         self.value_range, self.smoothing = value_range, smoothing
         self.source = Source(np.zeros(0, F32))
-        self._range_cache = None
         self.last_value = None  # the last finite sample the last frame read (finish)
         if data is not None:
             self.set_data(data)

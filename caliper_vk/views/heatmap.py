@@ -79,7 +79,6 @@ class Heatmap(RangedView):
         self.value_range = value_range
         self.shape = shape
         self.source = Source(np.zeros((1, 1), F32))
-        self._range_cache = None
         self.seen_range = None
         if data is not None:
             self.set_data(data)

@@ -91,7 +91,6 @@ class Histogram(RangedView):
         self.bins = auto_bins(0) if self.auto_bins else int(bins)  # "auto": chosen with the source
         self.value_range, self.history, self.layout = value_range, int(history), layout
         self.source = Source(np.zeros(0, F32))
-        self._range_cache = None
         self.counts = np.zeros(self.bins, np.uint32)
         self._past: deque = deque(maxlen=max(1, self.history))  # newest first
         self._frame_history = np.zeros((0, self.bins), np.uint32)  # the older steps last overlaid

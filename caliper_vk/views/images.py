@@ -54,7 +54,6 @@ class Images(RangedView):
         self.normalize, self.value_range = normalize, value_range
         self._lut = colormaps.lut(colormap)
         self.source = Source(np.zeros((0, 1, 1), F32))
-        self._range_cache = None
         if data is not None:
             self.set_data(data)
 

@@ -135,7 +135,6 @@ class TextGrid(RangedView):
             raise ValueError(f"margin_top must be >= 0 pixels, got {margin_top!r}")
         self.margin_top = int(margin_top)
         self.source = Source(np.zeros((0, 0), F32))
-        self._range_cache = None
         self._ids: np.ndarray | None = None  # (rows, cols) indices into self._vocab
         self._vocab: list[str] = []
         self.row_labels: list[str] | None = None
