@@ -35,3 +35,34 @@ def test_rewound_step_shows_its_own_range(artifacts):
                 assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
                                   frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"{p.name}-{k}")
                 assert p.view.range == shown
+
+
+def test_rewound_histogram_overlays_the_steps_it_overlaid_then(artifacts):
+    t = caliper_vk.empty((2000,))
+    rng = np.random.default_rng(8)
+    base = np.clip(rng.normal(size=2000), -2, 2).astype(np.float32)
+    with Session(window=False, size=(200, 120), history="1MB", budget=None) as s:
+        panel = s.attach(t, "histogram", name="h", bins=20, history=3)  # auto range
+        frames, overlaid, counts = {}, {}, {}
+        for step in range(1, 6):
+            with panel.writing():  # steps 1-3 on one grid, then the range triples
+                t.copy_(torch.from_numpy(base * (1 if step <= 3 else 3) + np.float32(step == 5) * base))
+            assert s.step(step)
+            frames[step] = s.flush().copy()
+            overlaid[step] = (len(panel.view._frame_history), panel.view.history_note)
+            counts[step] = panel.view.counts.copy()
+        assert overlaid[3] == (2, "") and overlaid[4][0] == 0 and overlaid[4][1].startswith("3 older")
+        r = panel.view.rect
+        for k in (3, 2, 4):
+            s.rewind(k)
+            again = s.render()
+            assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
+                              frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"h-{k}")
+            assert (len(panel.view._frame_history), panel.view.history_note) == overlaid[k]
+        s.live()
+        with panel.writing():
+            t.copy_(torch.from_numpy(base * 3))
+        assert s.step(6)
+        s.flush()
+        # live again: the overlay goes on from step 5, untouched by the rewound frames
+        assert [c.tolist() for c, _ in panel.view._candidates] == [counts[k].tolist() for k in (5, 4, 3)]

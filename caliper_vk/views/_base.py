@@ -108,6 +108,10 @@ def lut_scale(lo: float, hi: float, last: int = 255) -> float:
     return float(np.float32(last / (float(np.float32(hi)) - float(np.float32(lo)))))
 
 
+def _nothing() -> None:
+    return None
+
+
 class ViewBase:
     """Buffer bookkeeping shared by the views; not a view by itself."""
 
@@ -183,6 +187,21 @@ class ViewBase:
         old, self.source = self.source, source
         if old is not source and old.imported is not None and old.imported is not source.imported:
             old.close()
+
+    # True when a rewound frame needs more than the step's input bytes (kept_state)
+    keeps_state = False
+
+    def kept_state(self):
+        """What a rewound frame of this step needs besides its inputs' bytes (when
+        :attr:`keeps_state`). A live session's history keeps it with the step (every frame,
+        after ``prepare``: keep it cheap, a reference rather than a copy) and hands it to
+        :meth:`show_kept`."""
+        return None
+
+    def show_kept(self, state):
+        """Draw the next frame as the kept step was drawn (``state``: its :meth:`kept_state`,
+        None when it kept none); returns the function that puts the live state back."""
+        return _nothing
 
     def legend(self) -> list:
         """The right-hand part of the panel's title bar: items as in :mod:`caliper_vk.chrome`

@@ -90,11 +90,14 @@ class Histogram(RangedView):
         self.auto_bins = bins == "auto"
         self.bins = auto_bins(0) if self.auto_bins else int(bins)  # "auto": chosen with the source
         self.value_range, self.history, self.layout = value_range, int(history), layout
+        self.keeps_state = self.history > 0  # a rewound frame overlays the steps it overlaid then
         self.source = Source(np.zeros(0, F32))
         self.counts = np.zeros(self.bins, np.uint32)
         self._past: deque = deque(maxlen=max(1, self.history))  # newest first
         self._frame_history = np.zeros((0, self.bins), np.uint32)  # the older steps last overlaid
         self._candidates: list = []  # (counts, grid) of the older steps offered to the frame
+        self._rewound = None  # the candidates of a kept step being redrawn (show_kept)
+        self._frame_rewound = False
         self._pending = None  # (data version, counts, grid) of the last drawn frame
         self._frame_version = None
         self.history_note = ""  # older steps left out of the overlay (binned on another grid)
@@ -172,12 +175,17 @@ class Histogram(RangedView):
     def prepare(self) -> None:
         r = self.rect
         _, base, dtype = self._data_binding()
-        # an older step enters the overlay once newer data is drawn (not when a frame repeats)
-        if self._pending is not None and self._pending[0] != self.data_version:
+        # an older step enters the overlay once newer data is drawn (not when a frame repeats,
+        # nor when a kept step is redrawn: that frame overlays the steps it overlaid then)
+        self._frame_rewound = self._rewound is not None
+        if not self._frame_rewound and self._pending is not None and self._pending[0] != self.data_version:
             self._past.appendleft(self._pending[1:])
             self._pending = None
         self._frame_version = self.data_version
-        self._candidates = list(self._past)[: self.history] if self.history else []
+        if self._frame_rewound:
+            self._candidates = list(self._rewound)
+        else:
+            self._candidates = list(self._past)[: self.history] if self.history else []
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if not self.source.array.size:
             p[HG.N] = 0
@@ -227,9 +235,20 @@ class Histogram(RangedView):
         self._read_range(s)
         self.counts = self._buffers["counts"].view(np.uint32, self.bins).copy()
         self._overlaid(s[HG.HS_KEPT])
-        if self.history:
+        if self.history and not self._frame_rewound:
             grid = (s[HM.ST_LO], s[HM.ST_HI])  # the grid this frame counted on, as words
             self._pending = (self._frame_version, self.counts, grid)
+
+    def kept_state(self):
+        """The older steps this frame was offered (a rewound frame overlays them again)."""
+        return tuple(self._candidates)
+
+    def show_kept(self, state):
+        self._rewound = state or ()
+
+        def restore():
+            self._rewound = None
+        return restore
 
     def _overlaid(self, kept: int) -> None:
         """The older steps the frame overlaid: the newest ones binned on its grid, up to the
