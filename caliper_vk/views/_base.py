@@ -87,10 +87,9 @@ def range_mode(spec) -> tuple[int, float, float]:
     """(mode, fixed lo, fixed hi) of a valid ``value_range`` for the device's resolve pass
     (engine/shaders/range_resolve.comp): the mode is ``RANGE.MODE_AUTO``, ``MODE_SYMMETRIC`` or
     ``MODE_FIXED`` (then with the pair as float32)."""
-    if isinstance(spec, str):
-        resolve_range(np.zeros(1, np.float32), spec)  # names the problem of a bad string
+    if isinstance(spec, str) and spec in ("auto", "symmetric"):
         return (RG.MODE_AUTO if spec == "auto" else RG.MODE_SYMMETRIC), 0.0, 0.0
-    resolve_range(np.zeros(1, np.float32), spec)  # names the problem of a bad pair
+    resolve_range(np.zeros(1, np.float32), spec)  # names the problem of a bad string or pair
     lo, hi = (float(np.float32(v)) for v in spec)
     return RG.MODE_FIXED, lo, hi
 
