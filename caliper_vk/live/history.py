@@ -86,6 +86,7 @@ class Frame:
     inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
     base: int = 0  # the frame's first byte in its chunk
+    states: dict = field(default_factory=dict)  # panel name -> the view's kept_state() (if any)
 
 
 class History:
@@ -167,10 +168,12 @@ class History:
                                     f"device_memory={megabytes(self.cap)}")
                     return []
             base = self._fill - total
-            versions = {}
+            versions, states = {}, {}
             for p in panels:
                 versions[p.name] = p.view.data_version
-            frame = Frame(step, chunk, total, layout.inputs, versions, base)
+                if p.view.keeps_state:
+                    states[p.name] = p.view.kept_state()
+            frame = Frame(step, chunk, total, layout.inputs, versions, base, states)
             # staged inputs are copied from the views' own staging buffers, written this frame
             # (the canvas prepares before the history keeps): the copies hold while they are the same
             staged = tuple([s.staged for _, s in layout.staged]) if layout.staged else ()
@@ -452,12 +455,14 @@ def _swap_in(panel, arrays: dict, frame: Frame):
         source.array, source.imported, source.live = a, None, True
     panel.view.data_version = frame.versions.get(panel.name, version)
     panel._history_missing = missing
+    restore_view = panel.view.show_kept(frame.states.get(panel.name))
 
     def restore():
         for source, array, imported, live in saved:
             source.array, source.imported, source.live = array, imported, live
         panel.view.data_version = version
         panel._history_missing = False
+        restore_view()
     return restore
 
 
