@@ -12,6 +12,8 @@ from caliper_vk.engine import default_device
 from images import assert_same_image
 from device_paths import cpu_path, host_import
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 
 @pytest.fixture
 def session():

@@ -37,6 +37,8 @@ from checked_cuda import (
 from cuda.bindings import driver as real
 from images import assert_same_image
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 HAS_PROC_FD = os.path.isdir("/proc/self/fd")
 
 

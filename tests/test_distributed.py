@@ -110,12 +110,13 @@ def test_distributed_three_ranks_one_killed_the_others_train_on(tmp_path, artifa
     assert steps_of[0][-1] == steps and steps_of[1][-1] == steps and steps_of[2][-1] == kill - 1
 
 
+@pytest.mark.trimmed  # a GPU machine's trimmed suite counts it: run, or n/a with fewer than two GPUs
 def test_distributed_nccl_gathers_gpu_to_gpu(tmp_path, artifacts):
     """The NCCL path: payloads GPU to GPU into the renderer's shared CUDA memory."""
     import torch
 
     if not (torch.cuda.is_available() and torch.cuda.device_count() >= 2):
-        pytest.skip(f"NCCL needs one GPU per rank; this machine has {torch.cuda.device_count()} "
+        pytest.skip(f"n/a on this machine: NCCL needs one GPU per rank; it has {torch.cuda.device_count()} "
                     "(the gloo tests above cover the gather; run this one on a machine with two GPUs)")
     done = torchrun_two(tmp_path, CALIPER_TEST_BACKEND="nccl")
     assert done.returncode == 0, done.stderr[-3000:]
