@@ -197,7 +197,7 @@ def cmd_demo(args) -> int:
         width, height = _size(args.size or "1000x720")
         summary = digits.run(out_dir=args.out or "out/digits", steps=600 if steps is None else steps,
                              every=args.every, width=width, height=height,
-                             window=False if args.headless else None)
+                             window=False if args.headless else None, device=args.device)
         return 130 if summary["interrupted"] else 0
     if args.name == "gpt":
         from .demos import gpt, shakespeare
@@ -207,7 +207,7 @@ def cmd_demo(args) -> int:
             summary = gpt.run(out_dir=args.out or "out/gpt", steps=1500 if steps is None else steps,
                               every=args.every, width=width, height=height, text_path=args.text,
                               sample_every=100 if args.sample_every is None else args.sample_every,
-                              window=False if args.headless else None)
+                              window=False if args.headless else None, device=args.device)
         except shakespeare.TextUnavailableError as exc:
             raise UserError(str(exc)) from None
         return 130 if summary["interrupted"] else 0
@@ -340,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", help="window or frame size WIDTHxHEIGHT (default: digits 1000x720, "
                    "gpt 1200x860)")
     p.add_argument("--headless", action="store_true", help="render offscreen even with a display")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "mps", "cpu"],
+                   help="train and draw on this torch device (default auto: cuda, else mps, else cpu); "
+                   "on cuda the drawn tensors are VRAM shared with Vulkan, on mps MTLBuffers")
     p.add_argument("--text", help="gpt: train on this text file instead of Shakespeare's plays")
     p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)
