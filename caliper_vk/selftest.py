@@ -6,7 +6,8 @@ device Caliper picks and the best tensor backend of this machine (``cuda``, ``mp
 - the Vulkan device is the GPU torch computes on, found by device UUID (CUDA);
 - one tensor exported and imported in place (zero-copy), drawn equal to its numpy twin;
 - one frame of each tensor view equal to its twin, byte for byte;
-- a writer racing the renderer under the write/read protocol: no torn frame.
+- a writer racing the renderer under the write/read protocol: no torn frame;
+- with the Khronos validation layer on (``CALIPER_VK_VALIDATION=1``), none of its errors.
 
 The full self-test adds every view in every supported dtype, the host-fed views (text,
 confusion) and a timing of each transfer path this machine has (host pointer, host staging,
@@ -393,6 +394,7 @@ def environment(info) -> dict:
 def run(quick: bool = False, require: str | None = None, log=print) -> SelfTest:
     """The smoke test (``quick``) or the full self-test on this machine's device; see the module."""
     from .engine import default_device
+    from .engine.instance import VALIDATION_LOG, validation_requested
 
     start = time.perf_counter()
     backend, why = pick_backend(require)
@@ -403,6 +405,7 @@ def run(quick: bool = False, require: str | None = None, log=print) -> SelfTest:
     if log:
         log(f"caliper {result.kind}: backend {backend} ({why}) on {result.device}")
     runner = _Runner(result, log)
+    errors_before = len(VALIDATION_LOG)
     runner.check("device found by UUID", lambda: _device_check(backend, info))
     runner.check(f"{backend} tensor exported and imported", lambda: _import_check(backend))
     for view in TENSOR_VIEWS:
@@ -412,6 +415,10 @@ def run(quick: bool = False, require: str | None = None, log=print) -> SelfTest:
         for kind in ("text", "confusion"):
             runner.check(f"{kind} (host-fed)", lambda k=kind: _host_view_check(k))
     runner.check("a write racing a read", lambda: _race_check(backend, RACE_FRAMES[quick]))
+    if validation_requested():  # the hardware scripts turn the layer on: its errors fail the run
+        new = VALIDATION_LOG[errors_before:]
+        result.checks.append(Check("Khronos validation layer", FAILED if new else PASSED,
+                                   f"{len(new)} errors; first: {new[0]}" if new else "on, no errors"))
     if not quick:
         try:
             result.timings = _timings(backend)

@@ -10,6 +10,7 @@ import pytest
 
 from caliper_vk import selftest
 from caliper_vk.cli import main
+from caliper_vk.engine.instance import validation_requested
 from device_paths import cpu_path, host_import
 
 
@@ -18,7 +19,8 @@ def test_the_smoke_test_writes_its_report_and_summary_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Vulkan devices" in out  # the doctor's report comes first
     last = out.strip().splitlines()[-1]
-    counts = "8 passed, 0 failed, 1 skipped" if host_import() else "7 passed, 0 failed, 2 skipped"
+    passed = 8 + validation_requested() - (not host_import())  # the layer's check runs when it is on
+    counts = f"{passed} passed, 0 failed, {1 + (not host_import())} skipped"
     assert last.startswith(f"caliper smoke test: PASSED | {counts} | backend cpu"), last
     report = json.loads((tmp_path / "r.json").read_text())
     names = [c["name"] for c in report["checks"]]
