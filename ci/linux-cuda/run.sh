@@ -12,7 +12,8 @@
 #   PYTHON              the Python to use (default python3); its own torch is used when it is a
 #                       CUDA build, never replaced
 #   CALIPER_CI_WHEELS   folder of wheels to add (default .whl): vulkan, glfw, cuda-bindings,
-#                       cuda-pathfinder, pytest ...; installed with --no-deps into a private folder
+#                       cuda-pathfinder, pytest ...; installed with --no-deps into a private folder;
+#                       a caliper_vk wheel there is used instead of building one (no glslc needed)
 #   CALIPER_CI_DEBS     folder of .deb files unpacked into / when no Vulkan loader or no lavapipe is
 #                       found (default .gl; needs root)
 #   CALIPER_CI_OUT      folder for the smoke test's report (default: a new temporary folder)
@@ -132,9 +133,15 @@ if [ -n "$absent" ]; then
     [ -z "$absent" ] || die "missing Python packages: $absent (offline: pass their wheels in $WHEELS)"
 fi
 [ -n "$machine_torch" ] && echo "$NAME: using this Python's own torch $machine_torch (a CUDA build)"
-# the package itself, built here (setup.py compiles the shaders: glslc or glslangValidator)
-"$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$ROOT" >"$LOG" 2>&1 \
-    || { cat "$LOG"; die "could not build caliper-vk (is glslc or glslangValidator on PATH? setuptools?)"; }
+# the package itself: a caliper_vk wheel among the wheels (built elsewhere: pip wheel --no-deps -w .whl .),
+# else built here (setup.py compiles the shaders: glslc or glslangValidator)
+prebuilt=("$WHEELS"/caliper_vk-*.whl)
+if [ -e "${prebuilt[0]}" ]; then
+    echo "$NAME: using the prebuilt ${prebuilt[0]##*/} (installed with the wheels above)"
+else
+    "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$ROOT" >"$LOG" 2>&1 \
+        || { cat "$LOG"; die "could not build caliper-vk (is glslc or glslangValidator on PATH? setuptools?)"; }
+fi
 where="$("$PY" -c 'import caliper_vk.engine, os; print(os.path.dirname(caliper_vk.__file__))' 2>&1)" \
     || die "the built package does not import: $where"
 [ "$where" = "$SITE/caliper_vk" ] || die "caliper_vk imports from $where, not from the built package in $SITE"
