@@ -98,7 +98,17 @@ mkdir -p "$OUT" || die "cannot create $OUT"
 trap 'rm -rf "$SITE" "$LOG"' EXIT
 cd "$SITE" || exit 2  # never the checkout: `import caliper_vk` there finds the sources, without caliper_vk.engine
 "$PY" -m pip --version >/dev/null 2>&1 || die "$PY has no pip"
-machine_torch="$("$PY" -c 'import torch; print(torch.__version__ if torch.version.cuda else "")' 2>/dev/null || true)"
+# the machine's torch when it is a CUDA build, read from torch/version.py (importing torch takes seconds)
+machine_torch="$("$PY" - <<'EOF'
+import importlib.util, pathlib, re
+spec = importlib.util.find_spec("torch")
+if spec and spec.origin:
+    text = (pathlib.Path(spec.origin).parent / "version.py").read_text()
+    cuda = re.search(r"^cuda(?::[^=]*)? = '([^']+)'", text, re.M)
+    version = re.search(r"^__version__(?::[^=]*)? = '([^']+)'", text, re.M)
+    print(version.group(1) if cuda and version else "")
+EOF
+)"
 wheels=()
 for w in "$WHEELS"/*.whl; do
     [ -e "$w" ] || continue
@@ -112,14 +122,16 @@ fi
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 needed="vulkan:vulkan glfw:glfw numpy:numpy PIL:pillow matplotlib:matplotlib tqdm:tqdm pytest:pytest torch:torch"
 [ "$DRY" = 1 ] || needed="$needed cuda.bindings:cuda-bindings cuda.pathfinder:cuda-pathfinder"
-missing() {  # the pip names of the modules in $needed that do not import
+missing() {  # the pip names of the modules in $needed that are not installed (found, not imported)
     "$PY" - "$needed" <<'EOF'
-import importlib, sys
+import importlib.util, sys
 for pair in sys.argv[1].split():
     module, name = pair.split(":")
     try:
-        importlib.import_module(module)
-    except Exception:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a dotted name whose parent is absent
+        found = False
+    if not found:
         print(name)
 EOF
 }
@@ -139,7 +151,8 @@ prebuilt=("$WHEELS"/caliper_vk-*.whl)
 if [ -e "${prebuilt[0]}" ]; then
     echo "$NAME: using the prebuilt ${prebuilt[0]##*/} (installed with the wheels above)"
 else
-    "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --target "$SITE" "$ROOT" >"$LOG" 2>&1 \
+    "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" "$ROOT" \
+        >"$LOG" 2>&1 \
         || { cat "$LOG"; die "could not build caliper-vk (is glslc or glslangValidator on PATH? setuptools?)"; }
 fi
 where="$("$PY" -c 'import caliper_vk.engine, os; print(os.path.dirname(caliper_vk.__file__))' 2>&1)" \
