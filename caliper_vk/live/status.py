@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .. import chrome
 from ..chrome import LABEL_BACKGROUND, TextStrip
+from ..engine.icd import cpu_fallback_note
 from ..exporters import PATH_HOST, PATH_ZERO_COPY
 from .memory import megabytes
 
@@ -83,8 +84,10 @@ def session_status(session) -> Status:
     """A :class:`Status` of ``session`` now (``Session.status()``)."""
     window = session.window
     panels = session.panels
+    info = session.device.info
+    gap = cpu_fallback_note(info)  # an NVIDIA GPU without its Vulkan driver: say why, and the fix
     return Status(
-        device=f"{session.device.info.name} ({session.device.info.kind})",
+        device=f"{info.name} ({info.kind})" + (f" [{gap}]" if gap else ""),
         panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason) for p in panels],
         frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
         step=session.step_count, frame_ms=session.pacing.frame_ms,
