@@ -88,7 +88,7 @@ def test_skips_are_counted_by_their_labels_and_by_group(tmp_path):
 
 
 def test_the_nccl_test_is_labelled_not_applicable_on_fewer_than_two_gpus():
-    text = (ROOT / "tests/test_distributed.py").read_text()
+    text = (ROOT / "tests/hardware/test_nccl_gather.py").read_text()
     assert 'pytest.skip(f"n/a on this machine: NCCL needs one GPU per rank' in text
 
 
