@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,34 @@ def test_glfw_is_given_the_engines_loader(monkeypatch):
         finally:
             window.close()
     assert given and set(given) == {loader.get_instance_proc_addr()}
+
+
+def test_caches_live_in_each_platforms_cache_folder(tmp_path):
+    from caliper_vk.engine.shaders import cache_dir, user_cache_root
+
+    home = {"HOME": str(tmp_path)}
+    assert user_cache_root("linux", home) == tmp_path / ".cache" / "caliper-vk"
+    assert user_cache_root("darwin", home) == tmp_path / "Library" / "Caches" / "caliper-vk"
+    assert user_cache_root("win32", {**home, "LOCALAPPDATA": "C:/Users/u/AppData/Local"}) == (
+        Path("C:/Users/u/AppData/Local") / "caliper-vk")
+    xdg = {**home, "XDG_CACHE_HOME": str(tmp_path / "x")}
+    assert user_cache_root("darwin", xdg) == tmp_path / "x" / "caliper-vk"
+    assert cache_dir().parent == user_cache_root()
+
+
+def test_memory_figures_come_from_psutil_where_proc_is_missing(monkeypatch):
+    psutil = pytest.importorskip("psutil")
+    import importlib
+
+    watch = importlib.import_module("caliper_vk.record.watch")  # the module (the package exports watch())
+
+    real_open = open
+
+    def no_proc(path, *args, **kwargs):
+        if str(path).startswith("/proc"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(watch, "open", no_proc, raising=False)  # watch.py's open only (psutil reads /proc)
+    rss = watch._rss_bytes()
+    assert rss is not None and abs(rss - psutil.Process().memory_info().rss) < 64 * 2**20

@@ -285,9 +285,26 @@ def load(name: str) -> bytes:
     return spv.read_bytes()
 
 
+def user_cache_root(platform: str = sys.platform, environ=None) -> Path:
+    """The platform's folder for a user's caches, with ``caliper-vk`` under it: ``%LOCALAPPDATA%``
+    on Windows, ``~/Library/Caches`` on macOS, ``$XDG_CACHE_HOME`` (default ``~/.cache``) elsewhere;
+    ``XDG_CACHE_HOME`` is honoured on every OS when set."""
+    environ = os.environ if environ is None else environ
+    home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    if base := environ.get("XDG_CACHE_HOME"):
+        root = Path(base)
+    elif platform == "win32":
+        root = Path(environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif platform == "darwin":
+        root = home / "Library" / "Caches"
+    else:
+        root = home / ".cache"
+    return root / "caliper-vk"
+
+
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "caliper-vk" / "spv"
+    """Where compiled user shader modules are cached (by source hash)."""
+    return user_cache_root() / "spv"
 
 
 def compile_glsl(source: str, name: str = "module.comp", defines: dict | None = None) -> bytes:
