@@ -289,6 +289,9 @@ def _serve_view(runs, options, args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caliper", description=(
         "Caliper: watch a network's internal state in the same frame it was computed."))
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"caliper {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support; "

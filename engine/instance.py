@@ -30,6 +30,7 @@ import vulkan as vk
 
 from . import profiles
 from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
+from .loader import no_vulkan_hint
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEVICE_ENV = "CALIPER_VK_DEVICE"
@@ -321,7 +322,7 @@ class Instance:
         except vk.VkError as exc:
             raise NoDeviceError(
                 f"could not create a Vulkan instance ({type(exc).__name__}); is a Vulkan driver "
-                "installed? Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers"
+                f"installed? {no_vulkan_hint()}"
             ) from exc
         self._messenger = None
         if messenger_info is not None:
@@ -359,7 +360,7 @@ class Instance:
             raise NoDeviceError(
                 "no Vulkan 1.2 device found"
                 + (f"; found only {names}" if names else "")
-                + ". Debian/Ubuntu: apt-get install mesa-vulkan-drivers gives lavapipe, a CPU device"
+                + f". {no_vulkan_hint()}"
             )
         choice = choice if choice is not None else os.environ.get(DEVICE_ENV) or None
         if choice is None:

@@ -63,6 +63,7 @@ import time
 import numpy as np
 
 from .ranklinks import HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, rss_bytes
+from .._log import logger
 
 LAYOUTS = ("concat", "side")
 
@@ -378,7 +379,7 @@ class Gather:
                 if s.stopped:
                     newly.append(s.stopped)
         for why in newly:
-            print(f"caliper: {why}; the other ranks go on", file=sys.stderr)
+            logger.warning(f"{why}; the other ranks go on")
         t1 = time.perf_counter()
         self.waited_s += t1 - t0
         try:

@@ -13,10 +13,10 @@ only reports a peer that is gone.
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
+from .._log import logger
 
 TAG = 0x0CA1  # p2p tag of Caliper's messages on its group
 HEADER_WORDS = 8  # float64: magic, step, layout, payload bytes, steps/s, rss bytes, device bytes, finished
@@ -104,8 +104,8 @@ class Sender(threading.Thread):
                 self.sent += 1
             except Exception as exc:  # the renderer is gone: stop sending, training goes on
                 self.error = short(exc)
-                print(f"caliper: rank's probes no longer reach the renderer ({self.error}); "
-                      "training continues", file=sys.stderr)
+                logger.warning(f"rank's probes no longer reach the renderer ({self.error}); "
+                               "training continues")
                 return
             finally:
                 with self.cond:

@@ -19,7 +19,6 @@ status line (:mod:`.status`) are modules of their own.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -46,6 +45,7 @@ from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
 from .status import Status, refresh_chrome, session_status
+from .._log import logger
 
 
 class Session(Rewind):
@@ -415,7 +415,7 @@ class Session(Rewind):
         panel.error = why
         self._layout_due = True  # its notice replaces it from the next frame
         self.message = f"{panel.name} stopped"
-        print(f"caliper: {why}", file=sys.stderr)
+        logger.warning(why)
 
     def _fault(self, exc: Exception) -> None:
         """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
@@ -425,8 +425,8 @@ class Session(Rewind):
             if p.protocol is not None:
                 p.protocol.stop()  # and every value a CUDA stream may wait on is reached
         self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
-        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
-              "drawing stops", file=sys.stderr)
+        logger.warning(f"drawing failed ({type(exc).__name__}: {exc}); training continues, "
+                       "drawing stops")
 
     def _window_closed(self) -> None:
         if self._window_gone:
@@ -434,11 +434,10 @@ class Session(Rewind):
         self._window_gone = True
         if getattr(self.window, "lost", False):
             self.message = "display lost; drawing stopped"
-            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+            logger.warning("the display was lost; training continues without drawing")
         else:
             self.message = "window closed; drawing stopped"
-            print("caliper: the window was closed; training continues without drawing",
-                  file=sys.stderr)
+            logger.info("the window was closed; training continues without drawing")
         self._wait_idle()
 
     # -- reporting ---------------------------------------------------------------------------
