@@ -75,10 +75,10 @@ class Job:
                        "example of the same shape (example=)")
         return [e for e in entries if (e[0], e[1], tuple(e[2])) in common], left
 
-    def attach(self, name: str, tensor, view: str, note: str, **options):
-        """Gather ``tensor`` (this rank's probe array) from every rank; on the rendering rank
-        returns the panel of the combined tensor."""
-        got = self.gather.attach(tensor, view=view, name=name, **options)
+    def attach(self, name: str, title: str, tensor, view: str, note: str, **options):
+        """Gather ``tensor`` (this rank's array of probe ``name``) from every rank into a panel
+        called ``title``; on the rendering rank returns that panel."""
+        got = self.gather.attach(tensor, view=view, name=title, **options)
         probe = self.gather.probes[-1]
         if note:
             probe.caption = f"{probe.caption} · {note}"
@@ -98,4 +98,13 @@ class Job:
         return self.gather.step(step)
 
     def close(self) -> None:
+        """Every rank: the gather's last message goes out; the rendering rank waits (at most the
+        gather's timeout) for every rank's last message, so that no receiver thread is left inside
+        ``recv()`` when the process exits (which aborts it: "terminate called without an active
+        exception")."""
+        import time
+
         self.gather.close()
+        deadline = time.monotonic() + self.gather.timeout_s
+        for receiver in self.gather._receivers.values():
+            receiver.join(timeout=max(deadline - time.monotonic(), 0.0))

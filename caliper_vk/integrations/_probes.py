@@ -448,7 +448,7 @@ class Probes:
                 buf = torch.empty(a.shape, dtype=a.dtype, device=a.device)
             buf.copy_(a)
             self.buffers[name] = buf
-            self.panels[name] = job.attach(title, buf, view, note, **options)
+            self.panels[name] = job.attach(name, title, buf, view, note, **options)
         for name, why in left.items():
             self._fail(name, why)
         job.attached = True
