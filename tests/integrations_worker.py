@@ -63,7 +63,7 @@ def hf(out: Path) -> None:
     transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[Report(), cb]).train()
 
 
-def lightning(out: Path) -> None:
+def lightning(out: Path, strategy: str = "ddp") -> None:
     import pytorch_lightning as pl
 
     from caliper_vk.integrations.lightning import CaliperCallback
@@ -98,10 +98,12 @@ def lightning(out: Path) -> None:
     cb = CaliperCallback(outputs=["mlp.1"], attention=["attn"], embeddings="embed", run_dir=out / "run",
                          window=False, budget=None, frames_every=2, record_every=3)
     trainer = pl.Trainer(callbacks=[Report(), cb], max_steps=STEPS, accelerator="cpu", devices=2,
-                         strategy="ddp", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         strategy=strategy, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(Tiny(), data)
 
 
 if __name__ == "__main__":
-    {"hf": hf, "lightning": lightning}[sys.argv[1]](Path(sys.argv[2]))
+    framework, _, strategy = sys.argv[1].partition(":")  # "lightning:fsdp": a sharded model
+    run = {"hf": hf, "lightning": lightning}[framework]
+    run(Path(sys.argv[2]), *([strategy] if strategy else []))

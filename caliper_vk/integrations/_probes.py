@@ -197,7 +197,13 @@ class Probes:
         if self.run_dir is not None and rendering:
             self.rec = cv.Recorder(self.run_dir, config=self.config or {}, overwrite=self.overwrite)
             opt = getattr(optimizer, "optimizer", optimizer)  # accelerate / Lightning wrappers
-            self.watcher = cv.watch(model, opt, self.rec, **self.watch_options)
+            if in_job() and _sharded(model):
+                print(f"caliper: {self.name}: the model's parameters are sharded (DTensor / FSDP): watch's "
+                      "norms are not recorded (watch runs on the rendering rank alone, and a sharded "
+                      "norm is a collective of every rank); the trainer's metrics and the probes are",
+                      file=sys.stderr)
+            else:
+                self.watcher = cv.watch(model, opt, self.rec, **self.watch_options)
         if in_job():
             self.job = Job(session=self.session, recorder=self.rec)
         self._started = True
@@ -344,14 +350,16 @@ class Probes:
                 self._forward_failed(exc)
         arrays: dict = {}
         if ran:
+            seq = bounds.sequence_length(self.example)  # the example's cut leads every forward probe's note
+            cut = bounds.span(min(seq, self.tokens), seq, "example tokens") if seq else ""
             for name in self.outputs:
-                self._each(arrays, name, "outputs", lambda n=name: self._output(n))
+                self._each(arrays, name, "outputs", lambda n=name: self._output(n), cut)
             for name, (a, note, why) in self.attention_maps(out).items():
                 if a is None:
                     self._fail(name, why)
                 else:
                     self._each(arrays, name, "attention", lambda a=a, note=note: bounds.attention(
-                        a, self.limits, note))
+                        a, self.limits, note), cut)
         if self.embeddings and (ran or not self._needs_forward() or self._weight_embedding()):
             self._each(arrays, self.embeddings, "embedding", self._embedding)
         self._captured = {}
@@ -375,14 +383,14 @@ class Probes:
         known = [n for n, kind in self._kinds.items() if kind == "attention"]
         return known or list(self.attention_modules)
 
-    def _each(self, arrays: dict, name: str, kind: str, make) -> None:
+    def _each(self, arrays: dict, name: str, kind: str, make, cut: str = "") -> None:
         try:
             a, note = make()
         except Exception as exc:  # this probe only: the others go on
             self._fail(name, f"{type(exc).__name__}: {exc}")
             return
         self.failures.pop(name, None)
-        arrays[name] = (kind, a, note)
+        arrays[name] = (kind, a, ", ".join(n for n in (cut, note) if n))
         self._kinds[name] = kind
 
     def _fail(self, name: str, why: str) -> None:
@@ -407,6 +415,8 @@ class Probes:
         module = dict(self.model.named_modules())[self.embeddings]
         if self._weight_embedding():
             x = module.weight.detach()
+            if hasattr(x, "full_tensor"):  # a DTensor shard: every rank probes together, so gather it
+                x = x.full_tensor()
         else:
             t = first_tensor(self._captured.get(self.embeddings))
             if t is None:
@@ -527,6 +537,11 @@ def _empty(a):
 
     kind = a.device.type
     return cv.empty(tuple(a.shape), a.dtype, device=a.device if kind in ("cpu", "cuda", "mps") else "cpu")
+
+
+def _sharded(model) -> bool:
+    """Whether ``model``'s parameters are sharded across ranks (DTensor, FSDP's flat parameters)."""
+    return any(type(p).__name__ in ("DTensor", "FlatParameter") for p in model.parameters())
 
 
 def _to(example, device):
