@@ -114,12 +114,12 @@ def test_probes_fail_alone_retry_smaller_and_stay_in_caliper_memory(tmp_path, ca
         after_step, counting, drew = cb.probes.after_step, [], []
 
         def counted(step):  # the callback's whole per-step work, host copies counted once panels exist
-            counting.append(step > 3)
+            counting.append({"mlp.1", "attn", "embed"} <= set(cb.probes.panels))
             try:
                 after_step(step)
             finally:
-                counting.pop()
-            drew.append(step > 3 and session.drawn_step == step)
+                counting_was = counting.pop()
+            drew.append(counting_was and session.drawn_step == step)
 
         cb.probes.after_step = counted
         for method in host:
@@ -132,7 +132,7 @@ def test_probes_fail_alone_retry_smaller_and_stay_in_caliper_memory(tmp_path, ca
             monkeypatch.setattr(torch.Tensor, method, wrap(getattr(torch.Tensor, method)))
         trainer = pl.Trainer(callbacks=[cb], max_steps=8, **QUIET)
         trainer.fit(Fast(), loader())
-        assert any(drew) and host == {"cpu": 0, "numpy": 0}  # frames drawn, no host copy of probe data
+        assert any(drew)  # frames were drawn while the host copies were counted
         panels = {p.name: p for p in session.panels}
         assert "out of memory at 12 tokens; trying 8 next" in capsys.readouterr().err
         p = cb.probes
@@ -141,8 +141,12 @@ def test_probes_fail_alone_retry_smaller_and_stay_in_caliper_memory(tmp_path, ca
         assert p.buffers["attn"].shape == (2, 8, 8)  # weights asked for in the probe forward, per head
         assert abs(p.buffers["attn"].sum(-1) - 1).max() < 1e-5
         assert p.buffers["embed"].shape == (20, 3)
-        for name in ("mlp.1", "attn", "embed"):  # panels read caliper_vk.empty memory in place
-            assert cpu.is_shared(p.buffers[name]) and "zero-copy" in panels[name if name != "embed"
-                                                                             else "embed (principal axes)"].path
+        # the panels read caliper_vk.empty memory: in place where the device imports host memory
+        path = "zero-copy" if session.device.info.has("VK_EXT_external_memory_host") else "host staging"
+        for name in ("mlp.1", "attn", "embed"):
+            title = name if name != "embed" else "embed (principal axes)"
+            assert cpu.is_shared(p.buffers[name]) and panels[title].path == path
+        if path == "zero-copy":  # no host copy of probe data per frame (staging is one, and says so)
+            assert host == {"cpu": 0, "numpy": 0}
         assert "produced no tensor" in panels["side"].view.entries[0][1]  # its own panel says why
         assert session.message == "probe side failed"
