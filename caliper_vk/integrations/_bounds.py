@@ -133,13 +133,15 @@ def layers(count: int, limits: Limits) -> list[int]:
     return sorted({round(i * step) for i in range(limits.layers)})
 
 
-def sample_rows(n: int, rows: int, device):
-    """Indices of at most ``rows`` of ``n`` rows, evenly spaced (fixed: the same rows every frame)."""
+def sample_rows(n: int, rows: int, like=None):
+    """Indices of at most ``rows`` of ``n`` rows, evenly spaced (fixed: the same rows every frame),
+    on ``like``'s device when given (copied there once: host to device, never back)."""
     import torch
 
-    if n <= rows:
-        return torch.arange(n, device=device)
-    return torch.linspace(0, n - 1, rows, device=device).round().long()
+    idx = torch.arange(n) if n <= rows else torch.linspace(0, n - 1, rows).round().long()
+    if like is None:
+        return idx
+    return like.new_empty(idx.shape, dtype=torch.long).copy_(idx)
 
 
 def principal_axes(x, k: int = 3, iterations: int = 4, oversample: int = 5, seed: int = 0):
@@ -152,9 +154,8 @@ def principal_axes(x, k: int = 3, iterations: int = 4, oversample: int = 5, seed
 
     d = x.shape[1]
     width = min(k + oversample, d)
-    g = torch.Generator(device=x.device)
-    g.manual_seed(seed)
-    q = torch.randn(d, width, generator=g, device=x.device, dtype=x.dtype)
+    g = torch.Generator().manual_seed(seed)  # the start on the host (any device has it), copied over once
+    q = x.new_empty((d, width)).copy_(torch.randn(d, width, generator=g, dtype=x.dtype))
     q, _ = torch.linalg.qr(q)
     for _ in range(iterations):
         q, _ = torch.linalg.qr(x.T @ (x @ q))

@@ -426,7 +426,7 @@ class Probes:
             x = x.reshape(-1, x.shape[-1])
         n = x.shape[0]
         if self._rows is None or self._rows[0] != n or self._rows[1].device != x.device:
-            self._rows = (n, bounds.sample_rows(n, self.limits.rows, x.device))
+            self._rows = (n, bounds.sample_rows(n, self.limits.rows, x))
         x = x[self._rows[1]].float()
         x = x - x.mean(0, keepdim=True)
         if self._basis is None or self._basis.shape[0] != x.shape[1] or self._basis.device != x.device:
@@ -547,8 +547,9 @@ def _sharded(model) -> bool:
 def _to(example, device):
     import torch
 
-    if torch.is_tensor(example):
-        return example.to(device)
+    def move(v):
+        return v.to(device) if torch.is_tensor(v) and v.device != device else v
+
     if isinstance(example, dict):
-        return {k: v.to(device) if torch.is_tensor(v) else v for k, v in example.items()}
-    return example
+        return {k: move(v) for k, v in example.items()}
+    return move(example)
