@@ -13,7 +13,7 @@ from imgui_bundle import imgui, implot
 from ..record import Run
 from ..record.mapped import item
 from . import model
-from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec, fit_text, fitted_text
+from .style import LEGEND_ROWS, NEUTRAL, PALETTE, _col, _series_shade, _spec, dim, fit_text, fitted_text
 
 
 class ScalarPanels:
@@ -24,6 +24,8 @@ class ScalarPanels:
         if self._reuse_panel(index, self._inputs):  # nothing changed but the cursor (reuse.py)
             self._inputs = None
             return
+        if not any(len(run.metrics.get(k) or ()) for run in self.runs for k in panel.keys):
+            return self._not_recorded_panel(panel, index)
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
         style = imgui.get_style()  # the title cut to leave the log toggle its room on the line
         toggle = imgui.calc_text_size("log y").x + imgui.get_frame_height() + style.item_inner_spacing.x
@@ -104,8 +106,23 @@ class ScalarPanels:
             if linear:
                 implot.pop_style_var()
             self._legend_rows[index] = self._draw_legend()
-        for n in notes:
-            imgui.text_disabled(n)
+        for n in notes:  # each on one line, cut between tokens with "…", whole on hover
+            fitted_text(n, dim())
+        self._draw_cursor(index)
+
+    def _not_recorded_panel(self, panel: model.Panel, index: int) -> None:
+        """A panel none of the runs shown has a sample of (another run's metric, a run hidden):
+        its title and unit, and a line saying so, instead of empty axes."""
+        units = sorted({s.unit for run in self.all_runs for k in panel.keys
+                        if (s := run.metrics.get(k)) is not None and s.unit})
+        unit = f"  [{', '.join(units)}]" if units else ""
+        fitted_text(panel.title + unit)
+        having = [run.name for run in self.all_runs if any(len(run.metrics.get(k) or ()) for k in panel.keys)]
+        fitted_text(f"not recorded in the run{'s' if len(self.runs) > 1 else ''} shown: "
+                    f"{', '.join(panel.keys)}{unit}", dim())
+        if having:
+            fitted_text(f"recorded in: {', '.join(having)} (show it in the sidebar's run list)", dim())
+        self._inputs = None
         self._draw_cursor(index)
 
     def _item(self, label: str, rgb) -> str:
@@ -113,26 +130,45 @@ class ScalarPanels:
         self._items.setdefault(label, rgb)
         return label
 
-    def _draw_legend(self) -> int:
+    def _draw_legend(self, most: int = LEGEND_ROWS) -> int:
         """This panel's legend, under the plot: a swatch and a name per item, wrapped to the
-        panel's width. Returns the rows it took."""
+        panel's width, in at most ``most`` rows: the items that do not fit are folded into
+        "and N more", which lists them on hover. Returns the rows it took."""
         avail = imgui.get_content_region_avail().x
         x, rows = 0.0, 0
         gap = imgui.get_style().item_spacing.x
         if len(self.runs) > 1 and self._items:  # the run colours are keyed once, in the sidebar
             imgui.text_disabled("colour = run, shade = series:")
             x, rows = imgui.calc_text_size("colour = run, shade = series:").x, 1
-        for label, rgb in self._items.items():
-            w = imgui.calc_text_size("■ " + label).x
-            if x > 0 and x + gap + w <= avail:
+        items = list(self._items.items())
+        more_w = imgui.calc_text_size(f"and {len(items)} more").x
+        swatch = imgui.calc_text_size("■ ").x
+        for n, (label, rgb) in enumerate(items):
+            w = swatch + imgui.calc_text_size(label).x
+            tail = 0.0 if n == len(items) - 1 else gap + more_w  # room for "and N more" on the last row
+            if x > 0 and x + gap + w + (tail if rows == most else 0.0) <= avail:
                 imgui.same_line()
                 x += gap + w
-            else:
+            elif rows < most and (x == 0 or rows + 1 < most or min(w, avail) + tail <= avail):
                 rows += 1
+                if w > avail:  # one name wider than the panel: cut, whole on hover
+                    label, w = fit_text(label, avail - swatch), avail
                 x = w
+            else:
+                rest = [name for name, _ in items[n:]]
+                if x > 0 and x + gap + more_w <= avail:
+                    imgui.same_line()
+                else:
+                    rows += 1
+                imgui.text_disabled(f"and {len(rest)} more")
+                if imgui.is_item_hovered():
+                    imgui.set_tooltip("\n".join(rest))
+                break
             imgui.text_colored(_col(rgb), "■")
             imgui.same_line(0, 4)
             imgui.text(label)
+            if imgui.is_item_hovered() and label != items[n][0]:
+                imgui.set_tooltip(items[n][0])
         return rows
 
     def _definitions(self, panel: model.Panel) -> int:
