@@ -24,7 +24,7 @@ from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
 from .reuse import ReusedPanels
 from .scalars import ScalarPanels
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color
+from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
 
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
@@ -82,9 +82,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         self.panels = model.default_panels(self.all_runs)
         # scalar panels with a logarithmic y axis (toggled per panel): those whose positive values
         # span more than two decades, and with log_y the loss panels
-        self.log_y = {i for i, p in enumerate(self.panels)
-                      if (log_y and p.kind == "scalar" and p.options.get("group") == "loss")
-                      or model.spans_decades(self.runs, p)}
+        self._log_losses = bool(log_y)
+        self._log_flipped: set = set()  # panels whose log toggle the reader flipped
+        self.log_y = self._auto_log()
         release_pages()  # those scans touched every column of the run files: none stays resident
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
@@ -186,9 +186,25 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         self._limits.clear()  # refit the plots to the runs now shown
         self._cache.clear()
 
+    def _auto_log(self) -> set:
+        """The scalar panels that open on a log axis for the runs drawn: those whose positive
+        values span more than two decades, and with ``log_y`` the loss panels."""
+        return {i for i, p in enumerate(self.panels)
+                if (self._log_losses and p.kind == "scalar" and p.options.get("group") == "loss")
+                or model.spans_decades(self.runs, p)}
+
+    def toggle_log(self, index: int, on: bool) -> None:
+        """Panel ``index``'s log y toggle (kept when reveal mode chooses the axes again)."""
+        if on != (index in self.log_y):
+            self._log_flipped ^= {index}
+        (self.log_y.add if on else self.log_y.discard)(index)
+
     def _reveal_to_cursor(self) -> None:
         """Reveal mode: draw each shown run as it stood at the cursor's step (recomputed when
-        the cursor reaches another step); the plots keep the whole run's x range."""
+        the cursor reaches another step). The axes are those of what is revealed: the x range
+        and the log/linear choice are made again from it (a reader at step 0 must not see from
+        the axes how long the run is, or that its loss will fall two decades); a log toggle the
+        reader flipped stays flipped."""
         steps = [r.to_step(self.axis, self.cursor) for r in self.full_runs]
         key = tuple(None if s is None else int(s) for s in steps)
         if self._revealed is not None and self._revealed[0] == key:
@@ -199,6 +215,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
                      for r, s, before in zip(self.full_runs, steps, ahead, strict=True)]
         self._revealed = (key, self.runs)
         self._cache = {k: v for k, v in self._cache.items() if k[0] in ("x",)}  # series changed
+        self._limits.clear()  # fit every plot to what is revealed now
+        self.log_y = self._auto_log() ^ self._log_flipped
+        release_pages()
 
     def _run_selector(self) -> None:
         """Show or hide each run, and filter them by name."""
@@ -266,6 +285,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
                        f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
             imgui.text_wrapped(f"  {model.best_marks(run).text}")
+            if (snaps := model.snapshot_text(run)) is not None:
+                imgui.text_wrapped(f"  {snaps}")
             if run.problems and imgui.tree_node(f"  {len(run.problems)} note(s)##p{k}"):
                 for p in run.problems[:50]:
                     imgui.text_wrapped(p)
@@ -317,14 +338,21 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         keys = [k for k in keys if any(k in run.metrics for run in self.runs)]  # not only hidden runs
         for key in keys[:24]:
             imgui.text(key)
+            others: dict[str, list[str]] = {}  # runs without a value here: one line, not one each
             for run in self.runs:
                 r = model.read_cursor(run, key, self.axis, self.cursor)
-                if r.state == "not-recorded" and len(self.runs) > 1:
+                if r.state != "value":
+                    if len(self.runs) == 1:  # its own range said in full
+                        others.setdefault(r.text, []).append(run.name)
+                    elif r.state != "not-recorded":
+                        others.setdefault(r.text.split(" (")[0], []).append(run.name)
                     continue
-                alpha = 0.9 if r.state == "value" else 0.55
-                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), alpha))
+                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), 0.9))
                 imgui.text_wrapped(f"  {run.name}: {r.text}")  # wrapped, never cut at the sidebar's edge
                 imgui.pop_style_color()
+            if others:  # cut with "…" when long, every run on hover
+                fitted_text("  " + "; ".join(f"{why}: {', '.join(names)}" if len(self.runs) > 1 else why
+                                             for why, names in others.items()), dim())
         # a search touches a few pages of the step and value columns, and the kernel maps a run
         # file's pages in large folios (2 MB each here): hand them back after the readout (key by
         # key cost 1.5 ms a frame in refaults of the shared step column; the readout holds at most

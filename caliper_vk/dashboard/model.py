@@ -348,6 +348,17 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
 
 
+def snapshot_text(run: Run) -> str | None:
+    """What the run's snapshots hold, said where they are listed: ``Recorder.save`` writes the
+    parameters (a ``state_dict``), not the optimizer's state (moments, step counts) or the
+    scheduler's and data order that resuming training needs."""
+    if not run.snapshots:
+        return None
+    n = len(run.snapshots)
+    return (f"{n} snapshot{'s' if n > 1 else ''} (steps {', '.join(str(s) for s, _ in run.snapshots[:6])}"
+            f"{', …' if n > 6 else ''}): parameters only, not the optimizer state a resume needs")
+
+
 def definitions(runs: list[Run], panel: Panel) -> list[str]:
     """What the panel's series are, as recorded with ``Recorder.define`` (and the built-in
     definitions of what ``watch`` records): one line per series that has one."""

@@ -34,7 +34,7 @@ class ScalarPanels:
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
         if changed:
-            (self.log_y.add if log else self.log_y.discard)(index)
+            self.toggle_log(index, log)
         self._definitions(panel)
         span = None
         if index not in self._limits:  # a new plot, or a new x axis: show every sample
@@ -224,7 +224,7 @@ class ScalarPanels:
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [t["ends"] for run in self.full_runs for k in panel.keys  # whole runs
+        ends = [t["ends"] for run in self.runs for k in panel.keys  # as drawn (reveal: as revealed)
                 if (s := run.metrics.get(k)) is not None and len((t := self._series(run, s))["x"])]
         if not ends:
             return None
@@ -354,7 +354,7 @@ class ScalarPanels:
         if run.snapshots:
             sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
             green = (0.5, 0.9, 0.5)
-            implot.plot_inf_lines(self._item("saved snapshots", green), sx[np.isfinite(sx)],
+            implot.plot_inf_lines(self._item("saved snapshots (parameters only)", green), sx[np.isfinite(sx)],
                                   _spec(green, alpha=0.45))
         r = run.step_range
         if r:  # the run's last step on the x axis, unless another run's tag is already there

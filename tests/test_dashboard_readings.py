@@ -1,0 +1,108 @@
+"""What the sidebar and the panels read out: only runs with a value at the cursor (the rest on one
+line), reveal mode's axes from what is revealed, snapshots that say they hold parameters only,
+and a cut that falls between tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from caliper_vk.dashboard import app, model
+from caliper_vk.dashboard.style import fit_text
+from caliper_vk.record import Recorder, load_run
+
+
+def _run(tmp_path, name, steps, decades=False):
+    rec = Recorder(tmp_path / name, steps_per_epoch=10)
+    for s in range(1, steps + 1):
+        rec.advance()
+        rec.log({"train/loss": 10.0 ** (-3 * s / steps) if decades else 1.0 / s})
+        if s % 10 == 0:
+            rec.log({"val/loss": 1.0 / s})
+    rec.snapshot("epoch1.pt", step=10)
+    rec.close()
+    return load_run(tmp_path / name)
+
+
+def _texts(monkeypatch):
+    out = []
+    for name in ("text", "text_disabled", "text_wrapped"):
+        real = getattr(app.imgui, name)
+        monkeypatch.setattr(app.imgui, name, lambda t, *a, real=real: (out.append(t), real(t, *a))[1])
+    real_c = app.imgui.text_colored
+    monkeypatch.setattr(app.imgui, "text_colored", lambda c, t: (out.append(t), real_c(c, t))[1])
+    return out
+
+
+def test_readouts_list_runs_with_a_value_and_fold_the_rest_into_one_line(tmp_path, monkeypatch):
+    runs = [_run(tmp_path, "long", 100)] + [_run(tmp_path, f"short{k}", 20) for k in range(5)]
+    texts = _texts(monkeypatch)
+    dash = app.Dashboard(runs, size=(1200, 800), panels=["loss"], cursor=60)
+    try:
+        dash.render()
+    finally:
+        dash.close()
+    values = [t for t in texts if t.startswith("  long: ")]
+    assert values and all("at step 60" in t or "at step 50" in t for t in values)
+    assert not [t for t in texts if t.startswith("  short")]  # no line of its own
+    folded = [t for t in texts if t.startswith("  outside this run: ")]
+    assert folded and all(t.startswith("  outside this run: short0, short1") for t in folded)
+
+
+def test_reveal_fits_the_axes_and_the_log_choice_to_what_is_revealed(tmp_path):
+    run = _run(tmp_path, "falls", 100, decades=True)  # the loss falls three decades over the run
+    dash = app.Dashboard([run], size=(1000, 700), panels=["loss"], reveal=True, columns=1)
+    try:
+        loss = next(i for i, p in enumerate(dash.panels) if p.title == "Loss")
+        assert loss in dash.log_y  # the whole run spans three decades ...
+        dash.render()  # ... what is revealed at the first evaluation (step 10) does not
+        assert dash.cursor == 10 and loss not in dash.log_y
+        lo, hi = dash._limits[loss]
+        assert hi <= 10.5, (lo, hi)  # the x axis does not show how long the run is
+        dash.cursor = 100.0
+        dash.render()
+        assert loss in dash.log_y and dash._limits[loss][1] >= 99.5
+        dash.toggle_log(loss, False)  # the reader's choice is kept as the cursor moves
+        dash.cursor = 90.0
+        dash.render()
+        assert loss not in dash.log_y
+    finally:
+        dash.close()
+
+
+def test_snapshots_say_they_hold_parameters_only(tmp_path, monkeypatch):
+    run = _run(tmp_path, "snap", 20)
+    assert "parameters only, not the optimizer state" in model.snapshot_text(run)
+    texts = _texts(monkeypatch)
+    dash = app.Dashboard([run], size=(1000, 700), panels=["loss"], columns=1)
+    try:
+        dash.render()
+    finally:
+        dash.close()
+    assert any("1 snapshot (steps 10): parameters only" in t for t in texts)
+    assert "saved snapshots (parameters only)" in texts  # the legend of its mark
+
+
+def test_a_cut_falls_between_tokens(monkeypatch):
+    dash = app.Dashboard([load_run_dummy()], size=(400, 300))
+    try:
+        dash.frame(events=[])
+        line = "53 of 160 recorded norms at the cap 0.25 (33%), minimum 0.0163281"
+        width = app.imgui.calc_text_size(line).x
+        for room in np.linspace(width * 0.3, width - 1, 12):
+            cut = fit_text(line, room)
+            assert cut.endswith("…") and app.imgui.calc_text_size(cut).x <= room
+            assert line.startswith(cut[:-1]) and line[len(cut) - 1] in " ,;", cut  # a whole token
+        assert fit_text("x" * 200, 50).endswith("…")  # one token too long: cut inside it
+        dash.ui.discard_frame()
+    finally:
+        dash.close()
+
+
+def load_run_dummy():
+    from caliper_vk.record.run import Run, Series
+
+    steps = np.arange(1, 5)
+    run = Run(name="dummy", status="complete", ended=True, progress_step=steps,
+              progress_time=steps * 1.0)
+    run.metrics["train/loss"] = Series("train/loss", steps, 1.0 / steps, np.zeros(4, bool))
+    return run
