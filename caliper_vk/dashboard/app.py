@@ -22,6 +22,7 @@ from ..record.mapped import release_pages
 from . import model
 from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
+from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .scalars import ScalarPanels
 from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
@@ -29,7 +30,7 @@ from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fit
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
 
-class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
+class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -271,6 +272,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         if self.RETAIN:  # what is above the cursor's readout is kept while it stays the same
             self.ui.retain(("sidebar",))
         imgui.text(f"cursor: {self.axis} {self.cursor:.6g}")
+        self._event_readout()
         self._readout()
         imgui.separator()
         if imgui.tree_node("Panels"):

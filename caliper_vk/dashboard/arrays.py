@@ -214,6 +214,7 @@ class ArrayPanels:
                 e0, e1 = float(frames[0].edges[0]), float(frames[0].edges[-1])
                 implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
                                   implot.Point(float(xs[-1]) + 1e-9, e1))
+                self._run_marks()
                 self._cursor_line(1000 + index * 16 + k)
                 self._end_plot()
 
@@ -374,6 +375,7 @@ class ArrayPanels:
             implot.plot_scatter(f"cell{plot_id}", x, values,
                                 _spec(self._rgb(run), marker=implot.Marker_.circle))
             implot.tag_x(self.cursor, _col((1, 1, 1), 0.6))
+            self._run_marks()
             self._end_plot()
 
     def _confusion_panel(self, panel: model.Panel, index: int) -> None:
@@ -456,6 +458,7 @@ class ArrayPanels:
                 suffix = "" if len(self.runs) == 1 else f" · {run.name}"
                 implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
                 implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
+        self._run_marks()
         self._cursor_line(2000 + index, deferred=True)
         self._end_plot()
         at, self._cursor_at, self._cursor_axis = self._cursor_at, None, None

@@ -143,7 +143,9 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
     step = run.to_step(axis, x)
     if step is None:
         r = run.step_range
-        span = f"steps {r[0]}–{r[1]}" if r else "no steps"
+        off = run.step_offset if axis == "step" else 0
+        span = (f"steps {r[0]}–{r[1]}" + (f", {r[0] + off}–{r[1] + off} of {run.parent['name']}" if off else "")
+                if r else "no steps")
         lo_hi = run.coordinate(axis, np.array(r, dtype=float)) if r else None
         where = (f"{axis} {lo_hi[0]:.4g}–{lo_hi[1]:.4g}" if lo_hi is not None and axis != "step"
                  and np.all(np.isfinite(lo_hi)) else span)
@@ -155,6 +157,8 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
     # read, not mapped: a touch would map a whole folio of each column (record/mapped.py)
     v, ph, at = float(item(s.value, i)), bool(item(s.placeholder, i)), int(item(s.step, i))
     text = f"{_fmt(v)} at step {at}" + (" (placeholder, not a measurement)" if ph else "")
+    if run.step_offset and axis == "step":  # drawn on its parent's step axis: say both
+        text += f" (step {at + run.step_offset} of {run.parent['name']})"
     return Reading(run.name, key, "value", at, v, ph, text)
 
 
@@ -197,6 +201,7 @@ def revealed(run: Run, step: float) -> Run:
     return replace(run, metrics=metrics, histograms=frames(run.histograms), arrays=frames(run.arrays),
                    confusions=frames(run.confusions), snapshots=[s for s in run.snapshots if s[0] <= upto],
                    epochs=[e for e in run.epochs if e.get("step", 0) <= upto],
+                   events=[e for e in run.events if e[0] <= upto],
                    progress_step=run.progress_step[:n], progress_time=run.progress_time[:n],
                    progress_epoch=None if run.progress_epoch is None else run.progress_epoch[:n],
                    status=run.status if done else "running", ended=run.ended and done, finite=finite)

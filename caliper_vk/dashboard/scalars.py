@@ -101,6 +101,7 @@ class ScalarPanels:
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
+            self._run_marks()  # events and branch points (marks.py)
             self._cursor_line(index, deferred=True)
             self._end_plot()
             if linear:
@@ -256,8 +257,9 @@ class ScalarPanels:
             xkey = ("x", id(run), id(s.step), self.axis)
             x = self._cache.get(xkey)
             if x is None:
-                x = self._cache[xkey] = s.step if self.axis == "step" else \
-                    run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+                # (a run started from another's state: its steps moved to the parent's step axis)
+                x = self._cache[xkey] = (s.step if not run.step_offset else s.step + run.step_offset) \
+                    if self.axis == "step" else run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
             y, ph = s.value.astype(np.float64, copy=False), s.placeholder
             okkey = ("finite x", id(x))  # a shared step column is checked once, not per series
             ok = self._cache.get(okkey)

@@ -52,6 +52,25 @@ def _numpy(a) -> np.ndarray:
     return to_host(a, "value") if hasattr(a, "detach") else np.asarray(a)
 
 
+def _lineage(run_dir: Path, parent, parent_step) -> dict | None:
+    """The header's ``parent`` record: the parent run's directory, relative to this run's when it
+    can be (runs copied together keep their link), and the parent's step this run starts from."""
+    if parent is None:
+        if parent_step is not None:
+            raise ValueError("parent_step= needs parent= (the run directory whose state this run starts from)")
+        return None
+    if parent_step is None or isinstance(parent_step, bool) or int(parent_step) != parent_step \
+            or parent_step < 0:
+        raise ValueError(f"parent= needs parent_step=, the parent's step (a non-negative integer) whose "
+                         f"state this run starts from; got {parent_step!r}")
+    where = Path(parent)
+    try:
+        link = os.path.relpath(where.resolve(), run_dir.resolve())
+    except ValueError:  # another drive (Windows): the absolute path
+        link = str(where.resolve())
+    return {"run": Path(link).as_posix(), "name": where.resolve().name, "step": int(parent_step)}
+
+
 def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
     """Counts of ``values`` in ``bins`` equal bins over ``[lo, hi]`` and the counts left out.
 
@@ -101,8 +120,9 @@ class Recorder:
 
     def __init__(self, path, name: str | None = None, config: dict | None = None,
                  steps_per_epoch: float | None = None, best: str = "val/loss", best_goal: str = "min",
-                 overwrite: bool = False, host_info: bool = True):
+                 overwrite: bool = False, host_info: bool = True, parent=None, parent_step: int | None = None):
         self.dir = Path(path)
+        lineage = _lineage(self.dir, parent, parent_step)
         self.dir.mkdir(parents=True, exist_ok=True)
         log_path = self.dir / LOG_NAME
         if log_path.exists():
@@ -133,6 +153,7 @@ class Recorder:
             "host": {"platform": platform.platform(), "python": sys.version.split()[0],
                      **({"hostname": socket.gethostname(), "argv": sys.argv[:20], "pid": os.getpid()}
                         if host_info else {})},
+            **({"parent": lineage} if lineage else {}),
         })
 
     # -- progress ---------------------------------------------------------------
@@ -294,6 +315,15 @@ class Recorder:
                          "classes": [str(c) for c in classes] if classes is not None else None,
                          "matrix": encode_array(m)})
         return m
+
+    def event(self, text: str, step: int | None = None) -> None:
+        """Record a change made partway through the run (a loss switched, a schedule edited, the
+        data changed) at ``step`` (default: the current step). The dashboard marks it on every
+        panel at that step, with ``text`` on hover and in the cursor's readout."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"an event needs a text saying what changed, got {text!r}")
+        step, epoch = self._at(step, None)
+        self._log.write({"t": "event", "step": step, "epoch": epoch, "text": text.strip()[:500]})
 
     # -- saved states and status ----------------------------------------------------
     def snapshot(self, key: str, step: int | None = None) -> None:
