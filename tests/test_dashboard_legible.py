@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from caliper_vk.dashboard import app, model
@@ -16,6 +17,7 @@ from caliper_vk.dashboard.style import PANEL_HEIGHT
 from caliper_vk.runs import EXAMPLES, example_paths
 
 TEXTS = ("text", "text_disabled", "text_colored", "text_wrapped")
+WHY = ("not recorded", "outside this run", "no frame yet")  # what a panel with nothing drawn says
 DRAWS = ("plot_line", "plot_shaded", "plot_scatter", "plot_stairs", "plot_image", "plot_inf_lines")
 
 
@@ -61,7 +63,7 @@ class Layout:
             pos, size = imgui.get_window_pos(), imgui.get_window_size()
             self.texts.append((self._where(), text, (lo.x, lo.y, hi.x, hi.y),
                                (pos.x, pos.y, pos.x + size.x, pos.y + size.y)))
-            if "not recorded" in text:
+            if any(why in text for why in WHY):
                 self.said.add(self._where())
             return out
         return spy
@@ -125,7 +127,7 @@ def test_every_bundled_run_with_every_panel_is_legible(width, monkeypatch):
         for shown in [[name] for name in EXAMPLES] + [list(EXAMPLES)]:
             dash.hidden = {r.name for r in runs if r.name not in shown}
             dash._set_shown()
-            dash.cursor = max(r.step_range[1] for r in dash.runs) / 2
+            dash.cursor = max(r.coordinate("step", np.array([r.step_range[1] / 2]))[0] for r in dash.runs)
             _frame(dash, layout)
             assert layout.texts and layout.drew
             problems += [f"{'+'.join(shown) if len(shown) == 1 else 'all runs'}: {p}"

@@ -200,7 +200,7 @@ def test_view_without_runs_opens_on_the_first_example(capsys, monkeypatch):
     assert cli.main(["view", "--png", "unused.png"]) == 0
     from caliper_vk.runs import EXAMPLES
 
-    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == len(EXAMPLES) == 8
+    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == len(EXAMPLES) == 11
 
 
 def _probe_run(tmp_path):

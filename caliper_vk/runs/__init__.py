@@ -21,11 +21,18 @@ two cores.
                       the run still ends complete with every value finite
 ``super_resolution``  x2 ESPCN-style upscaler on generated images: PSNR and SSIM per epoch
                       beside the bicubic baseline's, on the same panels; image probes
+``finetune_from_mlp`` ``digits_mlp`` continued from its epoch-5 snapshot at rate 1e-3 for 5
+                      epochs (``parent=``: drawn on the parent's step axis from step 115)
+``scratch_lr1e-3``    the same MLP and rate from scratch, 10 epochs: the comparison
+``loss_switch``       the digits MLP whose loss switches to label smoothing 0.2 after
+                      epoch 5 (``Recorder.event``: marked on every panel)
 ===================== ================================================================
 
 Snapshots: the bundled runs keep their ``rec.save`` files (``snapshots/*.pt``,
 state dicts of 4-16 KB each), because a snapshot record must name a file that
-exists; the sweep, the transformer and the super-resolution run save none. Everything
+exists (and ``finetune_from_mlp`` starts from one of ``digits_mlp``'s: regenerate
+``digits_mlp`` first); the sweep, the transformer, the super-resolution run and the
+later three save none. Everything
 else of a run is in its ``run.json`` and the sidecar it names (``run-<token>.bin``, the
 arrays; runs recorded before the sidecar existed hold them in the JSON); the crash-safe
 ``log.jsonl`` it was exported from is deleted (see :func:`.common.scrub`, which also
@@ -64,6 +71,9 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         "sweep: learning rate 1e-5", "sweep: width 2", "sweep: width 256 on 40 examples",
         "sweep: learning rate 1"], strict=True)),
     Example("super_resolution", super_resolution.train, "x2 super-resolution, PSNR/SSIM against bicubic"),
+    *(Example(name, _mlp(cfg), summary) for (name, cfg), summary in zip(digits_mlp.LATER.items(), [
+        "fine-tune of digits_mlp from its epoch-5 snapshot (lineage)", "the fine-tune's rate from scratch",
+        "loss switched to label smoothing after epoch 5 (an event)"], strict=True)),
 ]}
 
 
