@@ -115,7 +115,10 @@ class Recorder:
     overwritten unless ``overwrite=True``. The header records the machine
     (hostname, platform, Python, the command line, the process id) so a run
     can be traced; ``host_info=False`` keeps only the platform and Python
-    version, for runs that will be shared.
+    version, for runs that will be shared. ``parent=RUN_DIR, parent_step=STEP``
+    records that this run starts from the state of that run at its step
+    ``STEP`` (a fine-tune from a checkpoint): ``load_run(d).parent`` reads it and
+    the dashboard draws this run on the parent's step axis from there.
     """
 
     def __init__(self, path, name: str | None = None, config: dict | None = None,
