@@ -106,3 +106,37 @@ def load_run_dummy():
               progress_time=steps * 1.0)
     run.metrics["train/loss"] = Series("train/loss", steps, 1.0 / steps, np.zeros(4, bool))
     return run
+
+
+def _multi(tmp_path):
+    rec = Recorder(tmp_path / "multi", steps_per_epoch=10)
+    for s in range(1, 21):
+        rec.advance()
+        rec.log({"train/loss": 1.0 / s, "lr/head": 1e-3, "grad_norm/fc1.weight": 0.5, "memory/rss_bytes": 1e8})
+    rec.close()
+    return load_run(tmp_path / "multi")
+
+
+def test_panels_by_regular_expression_filtered_and_pinned(tmp_path):
+    run = _multi(tmp_path)
+    drawn = []
+    dash = app.Dashboard([run], size=(1000, 900), panels=[r"^(loss|memory)$", "lr/h.ad"], pinned=["Memory"])
+    real = dash._panel
+    dash._panel = lambda panel, index: (drawn.append(panel.title), real(panel, index))[1]
+    try:
+        assert [p.title for p, on in zip(dash.panels, dash.enabled, strict=True) if on] == [
+            "Loss", "Learning rate per group", "Memory"]
+        dash.render(frames=2)
+        assert drawn[:3] == ["Memory", "Loss", "Learning rate per group"]  # the pinned one first
+        drawn.clear()
+        dash.panel_filter = "rate|rss"  # the sidebar's filter box: a regular expression too
+        dash.render(frames=2)
+        assert set(drawn) == {"Memory", "Learning rate per group"}
+        dash.panel_filter = "loss ("  # does not compile: taken literally (nothing matches)
+        drawn.clear()
+        dash.render(frames=2)
+        assert drawn == []
+    finally:
+        dash.close()
+    assert app.matches("grad_norm/fc1", dash.panels[next(i for i, p in enumerate(dash.panels)
+                                                          if p.title.startswith("Gradient norm per"))])

@@ -36,7 +36,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
-                 shown: list[str] | None = None, reveal: bool = False):
+                 shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -90,9 +90,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
-            wanted = [p.lower() for p in panels]
-            self.enabled = [any(w in p.title.lower() or any(w == k.lower() for k in p.keys) for w in wanted)
-                            for p in self.panels]
+            self.enabled = [any(matches(w, p) for w in panels) for p in self.panels]
             if not any(self.enabled):
                 titles = "; ".join(p.title for p in self.panels)
                 raise ValueError(f"no panel matches {panels}; the panels are: {titles}")
@@ -102,6 +100,16 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
                             and any(k in r.metrics for r in self.runs for k in p.keys) for p in self.panels]
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
+        # pinned panels are drawn first, in the order pinned (TensorBoard's "pin to top")
+        self.pinned_panels: list[int] = []
+        for w in pinned or ():
+            hits = [i for i, p in enumerate(self.panels) if matches(w, p)]
+            if not hits:
+                raise ValueError(f"no panel matches {w!r} to pin; the panels are: "
+                                 f"{'; '.join(p.title for p in self.panels)}")
+            for i in hits:
+                self.pin_panel(i)
+        self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
             firsts = [run.coordinate(axis, e[:1])[0] for run in self.runs
                       if len(e := model.evaluation_steps(run))]
@@ -158,7 +166,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
         imgui.end_child()
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
-        shown = [(i, p) for i, (p, on) in enumerate(zip(self.panels, self.enabled, strict=True)) if on]
+        shown = self._panels_shown()
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
@@ -173,6 +181,20 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
             imgui.end_child()
         imgui.end_child()
         imgui.end()
+
+    def _panels_shown(self) -> list[tuple[int, model.Panel]]:
+        """The panels drawn, pinned ones first: those enabled that the filter box matches."""
+        order = self.pinned_panels + [i for i in range(len(self.panels)) if i not in self.pinned_panels]
+        return [(i, self.panels[i]) for i in order
+                if self.enabled[i] and (not self.panel_filter or matches(self.panel_filter, self.panels[i]))]
+
+    def pin_panel(self, index: int, on: bool = True) -> None:
+        """Pin panel ``index`` to the top (shown, before every other), or unpin it."""
+        if index in self.pinned_panels:
+            self.pinned_panels.remove(index)
+        if on:
+            self.pinned_panels.append(index)
+            self.enabled[index] = True
 
     def _rgb(self, run: Run) -> tuple:
         return self._colours[run.name]
@@ -275,8 +297,15 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
         self._event_readout()
         self._readout()
         imgui.separator()
+        imgui.set_next_item_width(imgui.get_content_region_avail().x)
+        _, self.panel_filter = imgui.input_text_with_hint("##panelfilter", "filter panels (regular expression)",
+                                                          self.panel_filter)
         if imgui.tree_node("Panels"):
             for i, p in enumerate(self.panels):
+                changed, pin = imgui.checkbox(f"pin##pin{i}", i in self.pinned_panels)
+                if changed:
+                    self.pin_panel(i, pin)
+                imgui.same_line()
                 _, self.enabled[i] = imgui.checkbox(f"{p.title}##en{i}", self.enabled[i])
             imgui.tree_pop()
 
@@ -499,6 +528,18 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
             canvas.close()
         self._canvases.clear()
         self.ui.close()
+
+
+def matches(pattern: str, panel: model.Panel) -> bool:
+    """Whether ``pattern`` (a regular expression, case-insensitive; one that does not compile is
+    taken literally) is found in the panel's title or in one of its metrics' names."""
+    import re
+
+    try:
+        rx = re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        rx = re.compile(re.escape(pattern), re.IGNORECASE)
+    return bool(rx.search(panel.title)) or any(rx.search(k) for k in panel.keys)
 
 
 def open_runs(paths) -> list[Run]:
