@@ -217,7 +217,7 @@ def cmd_view(args) -> int:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
-                   shown=shown, reveal=args.reveal, pinned=args.pin)
+                   shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables)
     if args.web:
         return _serve_view(runs, options, args)
     if args.png or not display_available():
@@ -324,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--panel", action="append", help="show panels whose title or a metric's name matches "
                    "this regular expression, case-insensitive (repeatable; default: loss, task metrics, "
                    "learning rate)")
+    p.add_argument("--tables", action="store_true",
+                   help="a value table under each chart: run, series, raw, smoothed, step, time at the cursor")
     p.add_argument("--pin", action="append", metavar="PANEL",
                    help="pin the panels this regular expression matches to the top (repeatable)")
     p.add_argument("--all", action="store_true", help="show every panel")

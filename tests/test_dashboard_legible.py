@@ -118,7 +118,7 @@ def _problems(dash, layout) -> list[str]:
 @pytest.mark.parametrize("width", [1600, 1100])
 def test_every_bundled_run_with_every_panel_is_legible(width, monkeypatch):
     runs = app.open_runs(example_paths())
-    rows = math.ceil(len(model.default_panels(runs)) / 2)
+    rows = math.ceil(len(model.default_panels(runs)) / 2) + 8  # (+ the value tables' height)
     layout = Layout(monkeypatch)  # tall enough that every panel is laid out (none scrolled away)
     dash = app.Dashboard(runs, size=(width, rows * (PANEL_HEIGHT + 80) + 100), panels=["*"],
                          shown=[next(iter(EXAMPLES))])
@@ -127,6 +127,9 @@ def test_every_bundled_run_with_every_panel_is_legible(width, monkeypatch):
         for shown in [[name] for name in EXAMPLES] + [list(EXAMPLES)]:
             dash.hidden = {r.name for r in runs if r.name not in shown}
             dash._set_shown()
+            # side by side, each chart with its value table (table.py): the panels grow to hold them
+            charts = {i for i, p in enumerate(dash.panels) if p.kind == "scalar"}
+            dash.tables = charts if len(shown) > 1 else set()
             dash.cursor = max(r.coordinate("step", np.array([r.step_range[1] / 2]))[0] for r in dash.runs)
             _frame(dash, layout)
             assert layout.texts and layout.drew

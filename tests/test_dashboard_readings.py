@@ -140,3 +140,22 @@ def test_panels_by_regular_expression_filtered_and_pinned(tmp_path):
         dash.close()
     assert app.matches("grad_norm/fc1", dash.panels[next(i for i, p in enumerate(dash.panels)
                                                           if p.title.startswith("Gradient norm per"))])
+
+
+def test_the_value_table_reads_raw_smoothed_step_and_time_at_the_cursor(tmp_path, monkeypatch):
+    runs = [_run(tmp_path, "long", 100), _run(tmp_path, "short", 20)]
+    texts = _texts(monkeypatch)
+    dash = app.Dashboard(runs, size=(1300, 900), panels=["loss"], columns=1, cursor=60, smoothing=0.5,
+                         tables=True)
+    try:
+        dash.render()
+    finally:
+        dash.close()
+    s = runs[0].metrics["train/loss"]
+    i = s.at(60)
+    raw, smoothed = s.value[i], model.smooth(s.value, 0.5)[i]
+    t = runs[0].coordinate("time", np.array([60.0]))[0]
+    row = [model._fmt(raw), model._fmt(smoothed), "60", f"{t:.4g}"]
+    assert any(texts[k:k + 6] == ["long", "train/loss", *row] for k in range(len(texts)))
+    # the short run's row says why it has no value (cut to its column with "…", whole on hover)
+    assert any(t.startswith("outside this run") and t.endswith("…") for t in texts)

@@ -25,18 +25,20 @@ from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .scalars import ScalarPanels
+from .table import ValueTables
 from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
 
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
 
-class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
+class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
-                 shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None):
+                 shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None,
+                 tables: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -110,6 +112,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
             for i in hits:
                 self.pin_panel(i)
         self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
+        # scalar panels showing the value table under the chart (table.py; each has a toggle)
+        self.tables = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if tables else set()
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
             firsts = [run.coordinate(axis, e[:1])[0] for run in self.runs
                       if len(e := model.evaluation_steps(run))]
@@ -172,7 +176,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels):
             if n % self.columns:
                 imgui.same_line()
             # no scrollbar: one appearing for a frame would narrow the plot and redo its columns
-            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders,
+            # a value table under the chart makes its panel taller by the table's height (table.py)
+            height = PANEL_HEIGHT + 60 + (self._table_height(panel) if i in self.tables else 0.0)
+            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, height), imgui.ChildFlags_.borders,
                               imgui.WindowFlags_.no_scrollbar)
             cached = len(self._cache)
             self._panel(panel, i)

@@ -27,14 +27,18 @@ class ScalarPanels:
         if not any(len(run.metrics.get(k) or ()) for run in self.runs for k in panel.keys):
             return self._not_recorded_panel(panel, index)
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
-        style = imgui.get_style()  # the title cut to leave the log toggle its room on the line
-        toggle = imgui.calc_text_size("log y").x + imgui.get_frame_height() + style.item_inner_spacing.x
-        fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""),
-                    reserve=toggle + style.item_spacing.x)
+        style = imgui.get_style()  # the title cut to leave the toggles their room on the line
+        toggle = sum(imgui.calc_text_size(t).x + imgui.get_frame_height() + style.item_inner_spacing.x
+                     + style.item_spacing.x for t in ("log y", "table"))
+        fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""), reserve=toggle)
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
         if changed:
             self.toggle_log(index, log)
+        imgui.same_line()
+        changed, table = imgui.checkbox(f"table##table{index}", index in self.tables)
+        if changed:
+            (self.tables.add if table else self.tables.discard)(index)
         self._definitions(panel)
         span = None
         if index not in self._limits:  # a new plot, or a new x axis: show every sample
@@ -49,7 +53,8 @@ class ScalarPanels:
         # the plot takes what the title, the definitions and the notes below it leave
         rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
-                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4)
+                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4
+                     - (self._table_height(panel) if index in self.tables else 0.0))
         self._items = {}
         self._tags: list[float] = []  # pixel columns of this plot's x-axis tags (never overlapped)
         if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
@@ -110,6 +115,8 @@ class ScalarPanels:
         for n in notes:  # each on one line, cut between tokens with "…", whole on hover
             fitted_text(n, dim())
         self._draw_cursor(index)
+        if index in self.tables:  # after the static part: it follows the cursor (table.py)
+            self._value_table(panel, index)
 
     def _not_recorded_panel(self, panel: model.Panel, index: int) -> None:
         """A panel none of the runs shown has a sample of (another run's metric, a run hidden):
