@@ -319,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "event directories, or directories of runs (default: the bundled example runs)")
     p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
     p.add_argument("--size", default="1600x1000", help="WIDTHxHEIGHT (default 1600x1000)")
-    p.add_argument("--axis", default="step", choices=["step", "epoch", "time"], help="x axis (default step)")
+    p.add_argument("--axis", default="step", choices=["step", "epoch", "time", "samples"],
+                   help="x axis (default step; samples: the count of steps with a record)")
     p.add_argument("--cursor", type=float, help="cursor position on the x axis (default: the last step)")
     p.add_argument("--panel", action="append", help="show panels whose title or a metric's name matches "
                    "this regular expression, case-insensitive (repeatable; default: loss, task metrics, "

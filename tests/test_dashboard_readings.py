@@ -159,3 +159,24 @@ def test_the_value_table_reads_raw_smoothed_step_and_time_at_the_cursor(tmp_path
     assert any(texts[k:k + 6] == ["long", "train/loss", *row] for k in range(len(texts)))
     # the short run's row says why it has no value (cut to its column with "…", whole on hover)
     assert any(t.startswith("outside this run") and t.endswith("…") for t in texts)
+
+
+def test_epoch_by_examples_consumed_and_the_recorded_samples_axis(tmp_path):
+    rec = Recorder(tmp_path / "ex", train_size=100, steps_per_epoch=3)
+    for batch in (40, 40, 20, 40, 40, 20, 30):  # a short last batch each epoch, then another size
+        rec.advance(examples=batch)
+        if rec.step % 2:
+            rec.log({"train/loss": 1.0 / rec.step})
+    rec.close()
+    run = load_run(tmp_path / "ex")
+    assert run.meta["train_size"] == 100
+    assert run.coordinate("epoch", np.array([3.0, 5.0, 7.0])).tolist() == [1.0, 1.8, 2.3]  # not 7/3
+    # the samples axis counts the steps with a record: steps 1, 3, 5, 7 are samples 0..3
+    assert run.coordinate("samples", np.array([1.0, 5.0, 7.0])).tolist() == [0.0, 2.0, 3.0]
+    assert run.to_step("samples", 1.0) == 3.0
+    dash = app.Dashboard([run], size=(900, 600), panels=["loss"], axis="samples")
+    try:
+        dash.render()
+        assert dash._limits  # drawn on it
+    finally:
+        dash.close()

@@ -29,8 +29,9 @@ from ..record.mapped import item, search
 from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
 
-AXES = ("step", "epoch", "time")
-AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)"}
+AXES = ("step", "epoch", "time", "samples")
+AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)",
+               "samples": "recorded samples (steps with a record)"}
 
 
 @dataclass

@@ -79,7 +79,9 @@ class ScalarPanels:
             elif robust is not None:  # outliers do not set the scale; they are marked at the edge
                 implot.setup_axis_limits(implot.ImAxis_.y1, *robust, imgui.Cond_.always)
             self._clip = robust if robust is not None and robust != self._flat(panel) else None
-            spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
+            # (a run whose epoch counts examples, train_size=, has no fixed steps per epoch)
+            spes = {None if (r.meta or {}).get("train_size") else (r.meta or {}).get("steps_per_epoch")
+                    for r in self.runs}
             # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
             if self.axis == "step" and len(spes) == 1 and None not in spes:

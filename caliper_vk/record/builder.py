@@ -200,7 +200,8 @@ def run_from_log(path) -> Run:
     b = _Builder(name)
     b.run.source = path
     b.run.config = h.get("config") if isinstance(h.get("config"), dict) else {}
-    b.run.meta = {k: h[k] for k in ("started", "steps_per_epoch", "best", "host", "parent") if k in h}
+    b.run.meta = {k: h[k] for k in ("started", "steps_per_epoch", "best", "host", "parent", "train_size")
+                  if k in h}
     b.run.problems.extend(contents.problems)
     for rec in contents.records:
         b.add(rec, f"{path.name} line {rec.pop('_line')}")

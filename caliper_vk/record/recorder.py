@@ -119,11 +119,14 @@ class Recorder:
     records that this run starts from the state of that run at its step
     ``STEP`` (a fine-tune from a checkpoint): ``load_run(d).parent`` reads it and
     the dashboard draws this run on the parent's step axis from there.
+    ``train_size=N`` (the training set's size) makes the epoch the examples consumed / N
+    when the steps say how many they took (``advance(examples=)``; ``watch`` does).
     """
 
     def __init__(self, path, name: str | None = None, config: dict | None = None,
                  steps_per_epoch: float | None = None, best: str = "val/loss", best_goal: str = "min",
-                 overwrite: bool = False, host_info: bool = True, parent=None, parent_step: int | None = None):
+                 overwrite: bool = False, host_info: bool = True, parent=None, parent_step: int | None = None,
+                 train_size: int | None = None):
         self.dir = Path(path)
         lineage = _lineage(self.dir, parent, parent_step)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -141,7 +144,9 @@ class Recorder:
         self.best_metric, self.best_goal = best, best_goal
         self._t0 = time.time()
         self._step = 0
-        self._epoch: float | None = 0.0 if steps_per_epoch else None
+        self.train_size = int(train_size) if train_size else None
+        self._consumed = 0  # training examples consumed, when told (advance(examples=))
+        self._epoch: float | None = 0.0 if steps_per_epoch or self.train_size else None
         self._epoch_losses: list[float] = []
         self._epoch_index = 0
         self._best: float | None = None
@@ -157,6 +162,7 @@ class Recorder:
                      **({"hostname": socket.gethostname(), "argv": sys.argv[:20], "pid": os.getpid()}
                         if host_info else {})},
             **({"parent": lineage} if lineage else {}),
+            **({"train_size": self.train_size} if self.train_size else {}),
         })
 
     # -- progress ---------------------------------------------------------------
@@ -173,10 +179,17 @@ class Recorder:
     def log_path(self) -> Path:
         return self._log.path
 
-    def advance(self, steps: int = 1) -> int:
-        """Move to the next step (``watch`` calls this after each ``optimizer.step()``)."""
+    def advance(self, steps: int = 1, examples: int | None = None) -> int:
+        """Move to the next step (``watch`` calls this after each ``optimizer.step()``, with the
+        examples the step's forwards took). With ``train_size=`` and ``examples`` the epoch is the
+        examples consumed / the training set's size (a last short batch, or batches of another
+        size, counted as they were); otherwise ``step / steps_per_epoch``."""
         self._step += int(steps)
-        if self.steps_per_epoch:
+        if examples is not None:
+            self._consumed += int(examples)
+        if self.train_size and self._consumed:
+            self._epoch = self._consumed / float(self.train_size)
+        elif self.steps_per_epoch:
             self._epoch = self._step / float(self.steps_per_epoch)
         return self._step
 

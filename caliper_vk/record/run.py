@@ -114,9 +114,10 @@ class Run:
     def _table(self, axis: str):
         """(steps, coordinates) of the progress table of ``axis`` ("epoch" or "time") where the
         coordinate is finite, or None; cached while the progress arrays stay the same objects."""
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
+        table = (self.progress_epoch if axis == "epoch" else self.progress_time if axis == "time"
+                 else np.arange(len(self.progress_step), dtype=np.float64))  # "samples": recorded points
         hit = self._tables.get(axis)
-        if hit is not None and hit[0] is self.progress_step and hit[1] is table:
+        if hit is not None and hit[0] is self.progress_step and (hit[1] is table or axis == "samples"):
             return hit[2]
         out = None
         if table is not None and len(self.progress_step):
@@ -162,7 +163,8 @@ class Run:
         return out
 
     def coordinate(self, axis: str, steps: np.ndarray) -> np.ndarray:
-        """``steps`` on ``axis`` ("step", "epoch" or "time"); NaN where the run has no such coordinate."""
+        """``steps`` on ``axis`` ("step", "epoch", "time" or "samples": how many progress points,
+        steps with any record, came before); NaN where the run has no such coordinate."""
         steps = np.asarray(steps, dtype=np.float64)
         if axis == "step":
             return steps + self.step_offset if self.step_offset else steps

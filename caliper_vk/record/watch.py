@@ -246,7 +246,7 @@ class Watcher:
         import torch
 
         now = time.perf_counter()
-        step = self.rec.advance()
+        step = self.rec.advance(examples=self._examples or None)  # (the epoch by examples: train_size=)
         values = self._pending
         # weight norms every step; update ratios when asked for and a parameter moved
         num = den = 0.0
