@@ -180,3 +180,35 @@ def test_epoch_by_examples_consumed_and_the_recorded_samples_axis(tmp_path):
         assert dash._limits  # drawn on it
     finally:
         dash.close()
+
+
+def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkeypatch):
+    from caliper_vk.dashboard.epochs import epoch_bounds, epoch_segments
+
+    rec = Recorder(tmp_path / "ep", steps_per_epoch=10)
+    for s in range(1, 36):
+        rec.advance()
+        rec.log({"train/loss": 10.0 - s / 10.0})
+        if s % 10 == 0:
+            rec.end_epoch()
+    rec.close()
+    run = load_run(tmp_path / "ep")
+    assert epoch_bounds(run) == [10, 20, 30, 35]  # the fourth still running at the run's end
+    segs = epoch_segments(run, "train/loss", 25, 6)  # up to the cursor's step
+    assert [k for k, _, _ in segs] == [1, 2, 3]
+    assert segs[0][1].tolist() == list(range(1, 11)) and segs[2][1].tolist() == list(range(1, 6))
+    assert segs[1][2][0] == 10.0 - 11 / 10.0  # epoch 2 starts at step 11, drawn at 1
+    lines = []
+    real = app.implot.plot_line
+    monkeypatch.setattr(app.implot, "plot_line", lambda label, x, y, spec=None: (
+        lines.append((label, np.array(x), spec.line_color.w if spec is not None else None)),
+        real(label, x, y, spec))[1])
+    dash = app.Dashboard([run], size=(1000, 600), panels=["Epochs overlaid"], cursor=25, columns=1)
+    try:
+        dash.render()
+    finally:
+        dash.close()
+    drawn = {label: (x, a) for label, x, a in lines if label.startswith("epoch ")}
+    assert list(drawn) == ["epoch 3 · ep", "epoch 2 · ep", "epoch 1 · ep"]
+    alphas = [a for _, a in drawn.values()]
+    assert alphas[0] == 1.0 and alphas[0] > alphas[1] > alphas[2]  # older fainter

@@ -24,6 +24,7 @@ from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
+from .epochs import EpochOverlays
 from .scalars import ScalarPanels
 from .table import ValueTables
 from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
@@ -31,7 +32,7 @@ from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fit
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
 
-class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables):
+class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -112,6 +113,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             for i in hits:
                 self.pin_panel(i)
         self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
+        self.epoch_keys: dict = {}  # "Epochs overlaid" panel index -> the series chosen in it (epochs.py)
         # scalar panels showing the value table under the chart (table.py; each has a toggle)
         self.tables = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if tables else set()
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
@@ -284,9 +286,10 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
                 imgui.tree_pop()
         self._settings()
         imgui.separator()
-        imgui.text("x axis")
-        for a in model.AXES:
-            imgui.same_line()
+        imgui.text("x axis")  # the choices on a line of their own: four do not fit beside the label
+        for k, a in enumerate(model.AXES):
+            if k:
+                imgui.same_line()
             if imgui.radio_button(a, self.axis == a) and a != self.axis:
                 self._change_axis(a)
         _, self.smoothing = imgui.slider_float("smoothing", self.smoothing, 0.0, 0.99, "%.2f")
@@ -453,6 +456,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             self._array_panel(panel, index)
         elif panel.kind == "confusion":
             self._confusion_panel(panel, index)
+        elif panel.kind == "epochs":
+            self._epoch_panel(panel, index)
 
     def _cursor_line(self, index: int, deferred: bool = False) -> None:
         """The cursor in the current plot: dragged, or set by a click. ``deferred``: ImPlot only
@@ -545,7 +550,8 @@ def matches(pattern: str, panel: model.Panel) -> bool:
         rx = re.compile(pattern, re.IGNORECASE)
     except re.error:
         rx = re.compile(re.escape(pattern), re.IGNORECASE)
-    return bool(rx.search(panel.title)) or any(rx.search(k) for k in panel.keys)
+    # (the epoch overlay's key is only the series it opens on: it is matched by its title)
+    return bool(rx.search(panel.title)) or (panel.kind != "epochs" and any(rx.search(k) for k in panel.keys))
 
 
 def open_runs(paths) -> list[Run]:
