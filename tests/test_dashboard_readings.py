@@ -212,3 +212,13 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
     assert list(drawn) == ["epoch 3 · ep", "epoch 2 · ep", "epoch 1 · ep"]
     alphas = [a for _, a in drawn.values()]
     assert alphas[0] == 1.0 and alphas[0] > alphas[1] > alphas[2]  # older fainter
+
+
+def test_a_series_shade_keeps_its_runs_hue_however_many_series():
+    from caliper_vk.dashboard.style import PALETTE, _series_shade
+
+    for rgb in PALETTE:
+        for j in range(64):
+            shade = _series_shade(rgb, j)
+            assert all(0.0 <= c <= 1.0 for c in shade)
+            assert np.argmax(shade) == np.argmax(rgb) or max(rgb) - min(rgb) < 0.3, (rgb, j, shade)

@@ -17,9 +17,15 @@ TRACE_W = 320  # its width
 NEUTRAL = (0.85, 0.85, 0.85)  # legend swatches of series drawn in every run's own colour
 
 
+SHADES = 4  # shades of a run's colour, cycled over a panel's series
+
+
 def _series_shade(rgb, j: int) -> tuple:
-    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j."""
-    return tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb)
+    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j,
+    over four shades cycled (a panel of forty series kept the run's hue: the shade of series 20
+    went past black and turned a blue run red), each channel in [0, 1]."""
+    t = j % SHADES
+    return tuple(max(0.0, min(1.0, c * (1.0 - 0.18 * t) + 0.1 * t)) for c in rgb)
 
 
 def _col(rgb, a=1.0) -> imgui.ImVec4:
