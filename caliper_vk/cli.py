@@ -236,7 +236,7 @@ def cmd_view(args) -> int:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
-                   shown=shown, reveal=args.reveal)
+                   shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables)
     if args.web:
         return _serve_view(runs, options, args)
     if args.png or not display_available():
@@ -356,10 +356,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "event directories, or directories of runs (default: the bundled example runs)")
     p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
     p.add_argument("--size", default="1600x1000", help="WIDTHxHEIGHT (default 1600x1000)")
-    p.add_argument("--axis", default="step", choices=["step", "epoch", "time"], help="x axis (default step)")
+    p.add_argument("--axis", default="step", choices=["step", "epoch", "time", "samples"],
+                   help="x axis (default step; samples: the count of steps with a record)")
     p.add_argument("--cursor", type=float, help="cursor position on the x axis (default: the last step)")
-    p.add_argument("--panel", action="append", help="show panels whose title or metric matches "
-                   "(repeatable; default: loss, task metrics, learning rate)")
+    p.add_argument("--panel", action="append", help="show panels whose title or a metric's name matches "
+                   "this regular expression, case-insensitive (repeatable; default: loss, task metrics, "
+                   "learning rate)")
+    p.add_argument("--tables", action="store_true",
+                   help="a value table under each chart: run, series, raw, smoothed, step, time at the cursor")
+    p.add_argument("--pin", action="append", metavar="PANEL",
+                   help="pin the panels this regular expression matches to the top (repeatable)")
     p.add_argument("--all", action="store_true", help="show every panel")
     p.add_argument("--show", action="append", metavar="RUN",
                    help="draw only these runs at first (repeatable; the others stay in the sidebar's run "
