@@ -47,6 +47,19 @@ from .sinks import LIVE_FPS, open_sinks
 from .status import Status, refresh_chrome, session_status
 
 
+# Sessions open in this process, oldest first: the module-level API (``caliper_vk.attach``, ``step``,
+# ``due``, ``session``) acts on the innermost one (:func:`innermost`). A session joins when it is made
+# and leaves when it is closed.
+_open: list[Session] = []
+_open_lock = threading.Lock()
+
+
+def innermost() -> Session | None:
+    """The most recently opened session that is still open, or None."""
+    with _open_lock:
+        return _open[-1] if _open else None
+
+
 class Session(Rewind):
     """A set of live panels drawn every training step, in a window or offscreen.
 
@@ -146,6 +159,8 @@ class Session(Rewind):
         self.history = History(self.device, history_bytes) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
+        with _open_lock:
+            _open.append(self)
 
     # pacing, as attributes people read
     max_fps = property(lambda self: self.pacing.max_fps)
@@ -468,6 +483,9 @@ class Session(Rewind):
         return web.url if web is not None else None
 
     def close(self) -> None:
+        with _open_lock:
+            if self in _open:
+                _open.remove(self)
         if self.canvas is None:
             return
         self._wait_idle()
