@@ -22,6 +22,7 @@ import contextlib
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -253,6 +254,8 @@ class Session(Rewind):
         window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
         is never interrupted).
         """
+        if self.canvas is None:
+            return self._closed_step()
         entered = self.budget.enter()
         drew = False
         try:
@@ -263,6 +266,14 @@ class Session(Rewind):
         finally:
             self.budget.leave(entered, drew, self._inflight)
         return drew
+
+    def _closed_step(self) -> bool:
+        """``step()`` on a closed session: draws nothing, says so once, and never fails the loop."""
+        if not getattr(self, "_said_closed", False):
+            self._said_closed = True
+            warnings.warn("this caliper session is closed: step() draws nothing (open a new Session, or "
+                          "stop calling step() after close())", stacklevel=3)
+        return False
 
     def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
