@@ -93,3 +93,14 @@ def test_a_garbage_log_is_called_what_it_is(tmp_path):
     path.write_bytes(b"")
     with pytest.raises(RunFileError, match="empty log"):
         read_log(path)
+
+
+def test_a_notebook_session_draws_no_faster_than_its_widget_shows():
+    from caliper_vk.live.sinks import LIVE_FPS, Sinks
+    from caliper_vk.live.sinks.notebook import MAX_FPS, NotebookSink
+    from caliper_vk.live.sinks.web import WebSink
+
+    page, widget = object.__new__(WebSink), object.__new__(NotebookSink)
+    assert Sinks([page]).live_fps == LIVE_FPS == 30
+    assert Sinks([widget]).live_fps == MAX_FPS == 15  # the status line said "≤30 fps" here
+    assert Sinks([page, widget]).live_fps == 15

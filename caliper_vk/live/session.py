@@ -44,7 +44,7 @@ from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .plan import acquire_image, make_plan
 from .protocol import book_reads
-from .sinks import LIVE_FPS, open_sinks
+from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
 
 
@@ -88,7 +88,7 @@ class Session(Rewind):
         Draw at most this many frames a second: a step() sooner than that after
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
-        more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
+        more), 30 in a browser, 15 in a notebook, no limit offscreen. Frames due to be
         saved are never held. A browser session with no tab connected draws nothing.
     budget : float or None
         The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
@@ -118,7 +118,7 @@ class Session(Rewind):
         # frame sinks (a browser, a notebook widget, a video): see .sinks
         self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
                                         fps=fps, host=host, port=port)
-        max_fps = LIVE_FPS if max_fps == "auto" and self.sinks.live else max_fps
+        max_fps = self.sinks.live_fps if max_fps == "auto" and self.sinks.live else max_fps
         self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
         self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
