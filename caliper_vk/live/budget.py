@@ -296,6 +296,9 @@ class Budget:
         if self.share is None:
             return None
         got = self.measured
+        # a share of the loop's time is at most all of it: the measure's windows can overlap a frame
+        # executed across several steps, so it is capped where it would read as a fault
+        got = None if got is None else min(got, 1.0)
         text = f"≤{100 * self.share:g}% of training: " + ("…" if got is None else f"{100 * got:.1f}%")
         if save_every and got is not None and got > self.share:
             text += f" (saving every {save_every} step{'s' * (save_every != 1)})"

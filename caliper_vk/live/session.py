@@ -351,14 +351,15 @@ class Session(Rewind):
             waits.append(wait)
             signals.append(signal)
         now = time.perf_counter()
-        refresh_chrome(self, now)  # the status line and titles, a few times a second
+        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
+        # the status line and titles: a few times a second, and for every frame that leaves the process
+        refresh_chrome(self, now, force=save or to_sinks or self._read_back_next)
         extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
             acquired, done = self.window.frame_semaphores
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self.pacing.submitted(now)
-        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         try:
             kept = ()
             if self.history:

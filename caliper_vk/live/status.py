@@ -38,33 +38,56 @@ class Status:
     history: str = ""  # what the rewind history keeps (``history: steps 760–1000, 96 MB``)
     budget: str | None = None  # the overhead budget and the share measured (``≤5% of training: 4.1%``)
 
-    def line(self) -> str:
-        parts = [self.device]
+    def parts(self) -> list[tuple[str, str]]:
+        """The line's items, most important first: ``(text, short text)`` (the short form is what a
+        narrow line shows; ``""``: leave the item out there)."""
+        parts = []
         plain = [p for p in self.panels if p[1] == PATH_ZERO_COPY]
         if len(self.panels) > 3 and plain:
-            parts.append(f"{len(plain)} panels: zero-copy")
+            parts.append((f"{len(plain)} panels: zero-copy",) * 2)
         else:
             plain = []
         for name, path, reason in self.panels:
             if (name, path, reason) not in plain:
                 quiet = path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason)
-                parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
-        if self.budget:
-            parts.append(self.budget)  # before the counters: a narrow window cuts the line's end
-        parts.append(f"frame <={self.frame_ms:.1f} ms")
-        if self.producer_wait_ms >= 0.05:
-            parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
-        parts.append(f"step {self.step}")
-        parts.append(f"skipped {self.skipped}")
-        if self.max_fps:
-            parts.append(f"≤{self.max_fps:g} fps")
-        if self.history:
-            parts.append(self.history)
+                parts.append((f"{name}: {path}" + ("" if quiet else f" ({reason})"), f"{name}: {path}"))
+        parts.append((f"step {self.step}",) * 2)
         if self.paused:
-            parts.append("PAUSED (space)")
+            parts.append(("PAUSED (space)",) * 2)
         if self.message:
-            parts.append(self.message)
-        return " · ".join(parts)
+            parts.append((self.message, self.message))
+        if self.budget:
+            parts.append((self.budget, self.budget))
+        parts.append((f"frame <={self.frame_ms:.1f} ms", ""))
+        if self.producer_wait_ms >= 0.05:
+            parts.append((f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)", ""))
+        parts.append((f"skipped {self.skipped}", ""))
+        if self.max_fps:
+            parts.append((f"≤{self.max_fps:g} fps", ""))
+        if self.history:
+            parts.append((self.history, ""))
+        parts.append((self.device, self.device.split(" (")[0]))
+        return parts
+
+    def line(self, columns: int | None = None) -> str:
+        """The status line; with ``columns``, fitted to that many characters without cutting an item:
+        the least important items are shortened, then left out (an ``…`` says so), so the panels'
+        paths and the step always show."""
+        parts = self.parts()
+        full = " · ".join(text for text, _ in parts)
+        if columns is None or len(full) <= columns:
+            return full
+        kept = [text for text, _ in parts]
+        for k in range(len(parts) - 1, -1, -1):  # shorten, least important first
+            kept[k] = parts[k][1]
+            line = " · ".join(t for t in kept if t)
+            if len(line) <= columns:
+                return line
+        kept = [t for t in kept if t]
+        while len(kept) > 1 and len(" · ".join(kept)) + len(" · …") > columns:
+            kept.pop()  # then leave out, least important first
+        line = " · ".join(kept) + " · …"
+        return line if len(line) <= columns else line[:max(0, columns - 1)] + "…"
 
     def __str__(self) -> str:
         return self.line()
@@ -147,12 +170,15 @@ def update_titles(panels, periodic: bool) -> None:
             panel.label.set_items(*title_items(panel))
 
 
-def refresh_chrome(session, now: float) -> None:
+def refresh_chrome(session, now: float, force: bool = False) -> None:
     """The status line and the title bars before a frame is drawn (``now``: ``perf_counter()``).
     Text is drawn on the host: the status line a few times a second or when the message changed;
-    a title at the same time, or at once when its panel's warning counts changed."""
-    periodic = now - session._status_time > 0.25 or session.message != session._status_message
+    a title at the same time, or at once when its panel's warning counts changed. ``force``: this
+    frame leaves the process (a PNG, a video, a page, ``render()``): its chrome is made for it, so
+    it states its own step, history and budget."""
+    periodic = force or now - session._status_time > 0.25 or session.message != session._status_message
     if periodic:
-        session.status_bar.set_text(session.status().line(), warn=bool(session.message))
+        bar = session.status_bar
+        bar.set_text(session.status().line(bar.columns), warn=bool(session.message))
         session._status_time, session._status_message = now, session.message
     update_titles(session.panels, periodic)
