@@ -25,10 +25,10 @@ def _status_text(png, bar) -> str:
 
 
 def test_every_saved_frame_states_its_own_step(tmp_path):
-    x = torch.zeros(64, 3)
+    x, h = torch.zeros(64, 3), torch.zeros(8, 8)
     with cv.Session(window=False, size=(640, 360), out_dir=tmp_path, save_every=5, budget=None) as s:
         s.attach(x, "pointcloud", name="cloud")
-        s.attach(torch.zeros(8, 8), "heatmap", name="heat")
+        s.attach(h, "heatmap", name="heat")
         for step in range(1, 61):
             x.normal_()
             s.step(step)
@@ -59,7 +59,7 @@ def test_a_long_status_line_is_fitted_by_importance_never_cut_inside_an_item():
         if columns >= 60:
             assert "step 120" in line, line
         shown = [p for p in line.split(" · ") if p != "…"]
-        shorter = {"attn: host staging", "llvmpipe"}
+        shorter = {"attn: host staging"}
         assert all(p in items or p in shorter for p in shown), (columns, line)
 
 

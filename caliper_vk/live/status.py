@@ -66,7 +66,7 @@ class Status:
             parts.append((f"≤{self.max_fps:g} fps", ""))
         if self.history:
             parts.append((self.history, ""))
-        parts.append((self.device, self.device.split(" (")[0]))
+        parts.append((self.device, ""))  # caliper_vk.status() and caliper doctor always name it
         return parts
 
     def line(self, columns: int | None = None) -> str:
@@ -99,7 +99,7 @@ def session_status(session) -> Status:
     panels = session.panels
     return Status(
         device=f"{session.device.info.name} ({session.device.info.kind})",
-        panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason) for p in panels],
+        panels=[(p.name, "stopped", p.error) if p.error else (p.name, *_shown(p)) for p in panels],
         frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
         step=session.step_count, frame_ms=session.pacing.frame_ms,
         window=("window" if window and window.alive else
@@ -110,6 +110,11 @@ def session_status(session) -> Status:
         producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
         / max(1, sum(p.producer_writes for p in panels)),
         budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0))
+
+
+def _shown(panel) -> tuple[str, str]:
+    shown = getattr(panel, "shown_path", None)  # a host panel has only its path
+    return shown if shown is not None else (panel.path, panel.reason)
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
