@@ -56,5 +56,5 @@ def test_the_simulation_translates_a_text_mode_descriptor(tmp_path):
         fake.write(fd, log.encode_line(record))
     os.close(fd)
     assert path.read_bytes().count(b"\r\n") == 2
-    with pytest.raises(log.RunFileError, match="no header"):  # every line, the header too, skipped
+    with pytest.raises(log.RunFileError, match="none of its lines is a valid record"):  # the header too
         log.read_log(path)

@@ -179,7 +179,8 @@ def test_broken_panel_in_a_live_session_while_another_keeps_drawing(tmp_path, ar
     bad = tmp_path / "broken.glsl"
     bad.write_text("uvec4 shade(uvec2 px, uvec2 size) {\n    return uvec4(px.x, 0u, 0u, 255u)\n}\n")
     with cv.Session(window=False, size=(320, 200), budget=None) as s:  # step() draws
-        heat = s.attach(torch.randn(12, 20), "heatmap", name="heat")
+        h = torch.randn(12, 20)  # held: a panel on a tensor nobody holds says it is not updated
+        heat = s.attach(h, "heatmap", name="heat")
         a, b = cv.empty((6, 9)), cv.empty((17,), dtype=torch.float16)
         a.copy_(torch.randn(6, 9))
         b.copy_(torch.randn(17))

@@ -30,9 +30,10 @@ frames. The object knows nothing of the session: the session books reads
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
+
+from .._log import logger
 
 ABANDON_TIMEOUT_NS = 1_000_000_000
 
@@ -178,8 +179,7 @@ class WriteRead:
         try:
             release(value)
         except Exception as exc:  # nothing more can be done; say so rather than hang silently
-            print(f"caliper: could not release the producer's stream after the fault ({exc})",
-                  file=sys.stderr)
+            logger.warning(f"could not release the producer's stream after the fault ({exc})")
 
     def ask_for_gap(self) -> None:
         """The renderer found the producer mid-write: ask it to leave a gap next time."""
