@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .live import Panel, Session, Status
 from ._log import logger
-from .live.session import innermost
+from .live.opened import innermost
 
 _lock = threading.Lock()
 _session: Session | None = None  # the default session, when this module made one

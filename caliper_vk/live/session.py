@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from ..engine import Canvas, cpu_raster_threads, default_device
 from ..engine.window import display_available  # re-exported by caliper_vk.live
 from ..views import make_view
 from . import input as window_input
+from . import opened
 from .attach import attach_panel, build
 from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, TRAINING_RASTER_THREADS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
@@ -47,19 +47,6 @@ from .protocol import book_reads
 from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
 from .._log import logger
-
-
-# Sessions open in this process, oldest first: the module-level API (``caliper_vk.attach``, ``step``,
-# ``due``, ``session``) acts on the innermost one (:func:`innermost`). A session joins when it is made
-# and leaves when it is closed.
-_open: list[Session] = []
-_open_lock = threading.Lock()
-
-
-def innermost() -> Session | None:
-    """The most recently opened session that is still open, or None."""
-    with _open_lock:
-        return _open[-1] if _open else None
 
 
 class Session(Rewind):
@@ -163,8 +150,7 @@ class Session(Rewind):
         self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
-        with _open_lock:
-            _open.append(self)
+        opened.join(self)
 
     # pacing, as attributes people read
     max_fps = property(lambda self: self.pacing.max_fps)
@@ -213,13 +199,11 @@ class Session(Rewind):
 
     def _build(self, view, name: str) -> str | None:
         error, message = build(view, name)
-        if message:
-            self.message = message
+        self.message = message or self.message
         return error
 
     def add(self, view, name: str | None = None) -> HostPanel:
-        """Show a view fed from the host (``Text`` samples, or any view driven by
-        ``set_data``) in this session's layout; returns its panel."""
+        """Show a view fed from the host (``Text`` samples, any view driven by ``set_data``)."""
         panel = HostPanel(name or f"{type(view).__name__.lower()}{len(self.panels)}", view, session=self)
         panel.error = self._build(view, panel.name)
         self._wait_idle()
@@ -263,7 +247,7 @@ class Session(Rewind):
         is never interrupted).
         """
         if self.canvas is None:
-            return self._closed_step()
+            return opened.closed_step(self)
         entered = self.budget.enter()
         drew = False
         try:
@@ -274,14 +258,6 @@ class Session(Rewind):
         finally:
             self.budget.leave(entered, drew, self._inflight)
         return drew
-
-    def _closed_step(self) -> bool:
-        """``step()`` on a closed session: draws nothing, says so once, and never fails the loop."""
-        if not getattr(self, "_said_closed", False):
-            self._said_closed = True
-            warnings.warn("this caliper session is closed: step() draws nothing (open a new Session, or "
-                          "stop calling step() after close())", stacklevel=3)
-        return False
 
     def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
@@ -502,9 +478,7 @@ class Session(Rewind):
         return web.url if web is not None else None
 
     def close(self) -> None:
-        with _open_lock:
-            if self in _open:
-                _open.remove(self)
+        opened.leave(self)
         if self.canvas is None:
             return
         self._wait_idle()
