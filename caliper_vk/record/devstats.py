@@ -126,7 +126,8 @@ def _adam_norm(p, state, group, decoupled: bool):
     v = state["max_exp_avg_sq"] if group.get("amsgrad") else state["exp_avg_sq"]
     acc = None
     for m_, v_, w_ in _pieces(state["exp_avg"], v, p):
-        work = v_.to(torch.float32).sqrt_().div_(root_bc2).add_(eps)  # the denominator
+        work = torch.sqrt(v_.to(torch.float32)).div_(root_bc2).add_(eps)  # the denominator (new: the
+        # state itself is never written)
         torch.div(m_.to(torch.float32), work, out=work)
         work.mul_(size * (1 + c))
         if c:
