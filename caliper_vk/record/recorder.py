@@ -1,11 +1,14 @@
 """``Recorder``: writes a training run to an append-only log and exports ``run.json``.
 
 A run lives in a directory: ``log.jsonl`` grows while training runs (see
-:mod:`.log` for why a kill loses at most the record being written) and
-``run.json`` is written from the log on ``close()`` or ``export()``. Nothing is
-kept only in memory: ``run.json`` is always rebuilt by reading the log back,
-so the file a killed run leaves and the file a finished run leaves are read by
-the same code.
+:mod:`.log` for why a kill loses at most the record being written), and so do
+the scalar columns of ``run.json`` (:mod:`.columns`: every series' steps and
+values appended as they are logged, a chunk at a time, to a spool file beside
+the log). ``close()`` or ``export()`` writes ``run.json`` by copying those
+columns into its sidecar and reading back from the log only its other records
+(definitions, histograms, arrays, the end), through the same checks as a log
+read from disk: a few calls per column, whatever the run's length, and no
+memory that grows with it. A run killed before ``close()`` opens from its log.
 
 Tensors are read without waiting for the device (:mod:`.stage`): a logged loss
 tensor or ``watch``'s statistics are copied to host memory behind the work
@@ -31,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import to_host
+from .columns import ColumnSpool
 from .log import LogWriter, RunFileError, encode_array
 from .stage import Staging
 
@@ -139,6 +143,7 @@ class Recorder:
         self._status = "running"
         self._defined: set[str] = set()
         self._stage = Staging()
+        self._columns = ColumnSpool(self.dir)  # (replaces a spool a killed run left)
         self._log = LogWriter(log_path, {
             "name": self.name, "config": config or {}, "started": self._t0,
             "steps_per_epoch": steps_per_epoch, "best": {"metric": best, "goal": best_goal},
@@ -252,7 +257,8 @@ class Recorder:
             self._track_best(merged[self.best_metric], record["step"], record["epoch"])
 
     def _write(self, record: dict) -> None:
-        self._log.write(record)
+        at, length = self._log.write(record)
+        self._columns.add(record, at, length)
 
     # -- values on their way from the device ----------------------------------------
     def stage(self, tensor, write) -> None:
@@ -424,17 +430,50 @@ class Recorder:
         self._write({"t": "end", "step": self._step, "status": status, "finite": self._finite,
                          "time": time.time() - self._t0})
         self._log.close()
-        return self.export()
+        try:
+            return self.export()
+        finally:
+            self._columns.close()
 
     def export(self, path=None) -> Path:
-        """Write ``run.json`` from the log as it is now (also while the run goes on)."""
+        """Write ``run.json`` as the run is now (also while it goes on): from the columns written as
+        it went, or, when those are gone (after ``close()``), rebuilt from the log."""
         from .run import load_run
 
+        path = path or self.dir / RUN_NAME
         if not self._log.closed:
             self.flush()
             self._log.sync()
-        run = load_run(self.dir / LOG_NAME)
-        return run.save(path or self.dir / RUN_NAME)
+        if self._columns.fd is not None:
+            try:
+                return self._export_columns(path)
+            except (OSError, ValueError) as exc:  # the log still holds everything: rebuilt from it
+                print(f"caliper: {self.dir}: the run's columns could not be written ({exc}); rebuilding "
+                      f"run.json from {LOG_NAME}", file=sys.stderr)
+        return load_run(self.dir / LOG_NAME).save(path)
+
+    def _export_columns(self, path) -> Path:
+        from .builder import NO_END, builder_for
+        from .log import parse_line
+        from .run import _EMPTY_F, _EMPTY_I
+        from .runfile import save_run
+
+        log = self.dir / LOG_NAME
+        b = builder_for(self._log.header, log)
+        for raw, at in self._columns.other_records(log):  # only the records that are not scalars
+            where = f"{LOG_NAME} at byte {at}"
+            record, problem = parse_line(raw, where)
+            if record is None:
+                b.run.problems.append(problem)
+            else:
+                b.add(record, where)
+        run = b.finish()
+        run.progress_step, run.progress_epoch, run.progress_time = _EMPTY_I, None, _EMPTY_F  # (the columns')
+        if not run.ended:
+            run.finite = self._finite
+            run.status = "running"
+            run.problems.append(f"{LOG_NAME}: {NO_END}")
+        return save_run(run, path, lambda doc, sidecar: self._columns.write_columns(doc, sidecar, b.defs))
 
     def __enter__(self):
         return self
