@@ -68,6 +68,15 @@ class _Column:
             self.chunks.append(self.spool.put(self.tail))
             self.tail = array.array(self.code)
 
+    def push(self, v) -> None:
+        """``append`` without the order check (values, not steps)."""
+        tail = self.tail
+        tail.append(v)
+        if len(tail) >= CHUNK:
+            self.chunks.append(self.spool.put(tail))
+            self.tail = array.array(self.code)
+        self.n += 1
+
     @property
     def last(self):
         return self.tail[-1] if self.tail else self.read(self.n - 1, self.n)[0]
@@ -138,6 +147,7 @@ class ColumnSpool:
         self.epochs = False  # any entry had an epoch
         self.others = array.array("q")  # (offset, length) of every other record in the log
         self._records = 0
+        self._group = None  # (keys, stream, series) of the last record whose series all share a stream
 
     # -- the spool file --------------------------------------------------------------
     def put(self, values: array.array) -> int:
@@ -173,16 +183,31 @@ class ColumnSpool:
         self._records += 1
         step = record["step"]
         self._note(step, record.get("epoch"), record.get("time"))
+        values = record["values"]
         placeholder = record.get("placeholder") or ()
-        for k, v in record["values"].items():
+        g = self._group
+        if g is not None and not placeholder and g[0] == tuple(values):
+            st, group = g[1], g[2]
+            if all(s.n == st.steps.n for s in group):  # the usual record: the same series, in step
+                st.steps.append(step)
+                for s, v in zip(group, values.values(), strict=True):
+                    s.values.push(v)
+                    s.n += 1
+                return
+        group = []
+        for k, v in values.items():
             s = self.series.get(k)
             if s is None:
                 s = self.series[k] = _Series(self)
             self._follow(s, step)
-            s.values.append(float(v))
+            s.values.push(float(v))
             if k in placeholder:
                 s.placeholders.append(step)
             s.n += 1
+            group.append(s)
+        st = group[0].stream if group else None
+        lockstep = st is not None and all(s.stream is st and s.n == st.steps.n for s in group)
+        self._group = (tuple(values), st, group) if lockstep else None
 
     def _note(self, step: int, epoch, time_) -> None:
         if epoch is not None:

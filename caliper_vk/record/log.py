@@ -111,6 +111,15 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
 
 def _clean(value):
     """JSON-safe copy: non-finite floats become the strings "nan", "inf", "-inf"."""
+    kind = type(value)
+    if kind is dict:  # (the common case first: a record of finite floats, once per step)
+        return {k if type(k) is str else str(k): v if type(v) is float and math.isfinite(v) else _clean(v)
+                for k, v in value.items()}
+    if kind is float:
+        return value if math.isfinite(value) else ("nan" if math.isnan(value) else
+                                                    ("inf" if value > 0 else "-inf"))
+    if kind is str or kind is int or value is None:
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
