@@ -184,7 +184,8 @@ class Probes:
         if self.run_dir is not None:
             self.rec = cv.Recorder(self.run_dir, config=self.config or {}, overwrite=self.overwrite)
             opt = getattr(optimizer, "optimizer", optimizer)  # accelerate / Lightning wrappers
-            self.watcher = cv.watch(model, opt, self.rec, **self.watch_options)
+            # the hooks' time counts in the session's budget, and their own share follows it
+            self.watcher = cv.watch(model, opt, self.rec, **{"session": self.session, **self.watch_options})
         self._started = True
 
     @property

@@ -448,6 +448,8 @@ class Watcher:
         if self.budget.stepped():
             self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
             label = self.budget.label()
+            if label and self.session is not None:
+                self.session.message = label  # on the status line
             if label and not self._told:
                 self._told = True
                 print(f"caliper: {label}; recorded as record/expensive_every", file=sys.stderr)
