@@ -12,8 +12,10 @@ is not timed); the variants run in ABBA order, ``--rounds`` times, and a row's f
 over the plain one of the same round (the median over rounds). The CPU model is printed with the rows.
 
 Memory: a model of ``--params`` parameters (square bf16 linear layers) trained a few steps by AdamW in
-a fresh process with and without ``watch`` (histograms and update ratios on); the figure is the
-difference of the processes' peak resident sets, beside 1% of the parameters' bytes.
+a fresh process with and without ``watch`` (histograms and update ratios every step); each process
+measures how far its peak resident set rose above the resident set after two settling steps, and
+the figure is the difference between the two, beside 1% of the parameters' bytes (Linux: it reads
+``/proc/self/statm``).
 
     .venv/bin/python bench/recording.py [--steps 300] [--rounds 3] [--budgets 0.02 0.05] [--json out]
     .venv/bin/python bench/recording.py --tiny      # a check that it runs (seconds; no figures)
@@ -148,12 +150,20 @@ def memory_child(params: int, watched: bool, steps: int) -> float:
         rec = Recorder(Path(tmp) / "run")
         if watched:
             watch(model, opt, rec, histograms_every=1, budget=None)
-        for _ in range(steps):
+        def step():
             opt.zero_grad()
             model(x).float().square().mean().backward()
             opt.step()
+
+        step()  # the optimizer's state and torch's lazily loaded kernels: in both processes alike
+        step()
+        with open("/proc/self/statm") as f:
+            settled = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        for _ in range(steps):
+            step()
         rec.close()
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+    # what the steps after the first two added at their peak (above the settled resident set)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0 - settled
 
 
 def child(argv: list[str]) -> None:
