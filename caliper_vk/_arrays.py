@@ -32,6 +32,11 @@ def host_array(tensor) -> tuple[np.ndarray, str]:
     return t.numpy(), dtype
 
 
+def is_torch_tensor(x) -> bool:
+    """True for a torch tensor, subclasses included, without importing torch."""
+    return any(c.__module__.startswith("torch") for c in type(x).__mro__[:-1])
+
+
 def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
     """Raw bfloat16 bits (uint16) as float32, exactly (what the shaders decode)."""
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
@@ -39,7 +44,7 @@ def bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
 
 def to_host(x, name: str) -> np.ndarray:
     """``x`` as a numpy array without changing its values (torch: detached CPU copy)."""
-    if type(x).__module__.startswith("torch"):
+    if is_torch_tensor(x):
         a, dtype = host_array(x)
         return bfloat16_to_float32(a) if dtype == "bfloat16" else a
     try:

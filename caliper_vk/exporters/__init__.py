@@ -9,6 +9,8 @@ VRAM with Vulkan through opaque fd / Win32 handles (:mod:`.cuda`, zero-copy for
 ``empty(device="cuda")`` tensors, an on-device copy otherwise); MPS tensors'
 ``MTLBuffer`` is imported by MoltenVK (:mod:`.mps`). Where interop is not
 possible the record says ``staging`` and why, so the status line can.
+:mod:`.discrete` is an emulated discrete GPU for CI (``CALIPER_VK_EMULATE=discrete``): device
+tensors whose host views are counted snapshots.
 :func:`import_external` turns a GPU record into an engine buffer on the
 renderer's device; :func:`release` frees what an unused record holds.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from ..engine.external import ExternalMemoryError, import_metal_buffer
 from ..engine.sync import SemaphoreExportError
-from . import cpu
+from . import cpu, discrete
 from .contract import (
     CONTRACT_VERSION,
     SUPPORTED_DTYPES,
@@ -43,6 +45,9 @@ from .live_input import (
 )
 
 
+if discrete.enabled():  # CALIPER_VK_EMULATE=discrete: torch.cuda's calls act on the emulated device
+    discrete.install()
+
 # what makes a GPU exporter fall back to staging (anything else is a bug and is raised)
 _UNAVAILABLE = (ExternalMemoryError, SemaphoreExportError)
 
@@ -65,6 +70,8 @@ def export(tensor, device_info, name: str = "tensor", device=None) -> ExternalBu
     kind = tensor.device.type
     if kind == "cpu":
         return cpu.export(tensor, device_info, name)
+    if discrete.is_emulated(tensor):
+        return discrete.export(tensor, device_info, name, device)
     if kind not in ("cuda", "mps"):
         return _staging(tensor, f"no exporter for {kind} tensors")
     if device is None:
@@ -125,6 +132,8 @@ def empty(shape, dtype=None, device="cpu"):
     if kind == "cpu":
         return cpu.empty(shape, dtype)
     if kind == "cuda":
+        if discrete.enabled():  # CALIPER_VK_EMULATE=discrete: the emulated discrete GPU
+            return discrete.empty(shape, dtype)
         from . import cuda
 
         return cuda.empty(shape, dtype, device)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._arrays import is_torch_tensor
+
 CONTRACT_VERSION = 1
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8")
 HANDLE_KINDS = ("host-pointer", "opaque-fd", "opaque-win32", "metal-buffer", "staging")
@@ -109,7 +111,7 @@ def dtype_name(tensor) -> str:
 
 def check_tensor(tensor, name: str = "tensor", max_bytes: int | None = None) -> None:
     """Raise a :class:`ContractError` unless the renderer may read ``tensor`` in place."""
-    if not type(tensor).__module__.startswith("torch"):
+    if not is_torch_tensor(tensor):
         hint = " (torch.from_numpy(a) shares a numpy array's memory)" if type(tensor).__module__ == "numpy" \
             else ""
         raise ContractError(f"{name} is a {type(tensor).__name__}, not a torch tensor; attach a torch "

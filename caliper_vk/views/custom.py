@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import chrome
 from .. import shader_module as sm
-from .._arrays import host_array, to_host
+from .._arrays import host_array, is_torch_tensor, to_host
 from ..engine import ComputePipeline
 from . import _exact
 from ._base import ViewBase, lut_scale, resolve_range
@@ -98,7 +98,7 @@ def as_input(x, name: str) -> Source:
     """A host array or tensor as a :class:`Source` in its own dtype (no silent conversion)."""
     if isinstance(x, Source):
         return x
-    if type(x).__module__.startswith("torch") and str(getattr(x, "dtype", "")) == "torch.bfloat16":
+    if is_torch_tensor(x) and str(getattr(x, "dtype", "")) == "torch.bfloat16":
         raw, _ = host_array(x)
         return Source(np.ascontiguousarray(raw).copy(), "bfloat16")
     a = to_host(x, f"input {name!r}")
