@@ -172,3 +172,36 @@ def test_watch_records_when_it_thins_out(tmp_path, capsys):
     assert "recorded as record/expensive_every" in capsys.readouterr().err
     assert "grad_norm/global" in run.metrics and len(run.metrics["grad_norm/global"]) == 60  # scalars kept
     assert len(run.metrics["update_ratio/global"]) < 60
+
+
+def test_on_the_emulated_discrete_device_a_step_makes_no_blocking_transfer(tmp_path):
+    """The counting seam of caliper_vk.exporters.discrete: the weights and the loss live on the emulated
+    device; a watched step with rec.log(train_loss=loss) copies to the host only without waiting."""
+    from caliper_vk.exporters import discrete
+
+    torch.manual_seed(0)
+    w1 = torch.nn.Parameter(discrete.to_device(torch.randn(6, 16) * 0.3))
+    w2 = torch.nn.Parameter(discrete.to_device(torch.randn(16, 3) * 0.3))
+    model = torch.nn.Module()
+    model.w1, model.w2 = w1, w2
+    x = discrete.to_device(torch.randn(32, 6))
+    with discrete.emulate():
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        rec = Recorder(tmp_path / "run")
+        watch(model, opt, rec, histograms_every=1, budget=None)
+        for _ in range(3):
+            with discrete.transfers() as t:
+                opt.zero_grad()
+                loss = (x @ w1).relu().matmul(w2).square().mean()
+                loss.backward()
+                opt.step()
+                rec.log(train_loss=loss)
+            assert t.blocking == 0, t.events  # nothing on the step waits for the device
+            assert t.asynchronous >= 1  # the loss (and the weights' statistics) copied without waiting
+        with discrete.transfers() as old:
+            loss.item()  # negative control: what Recorder.log did before
+        assert old.blocking == 1
+        rec.close()
+    run = load_run(tmp_path / "run")
+    assert run.metrics["train/loss"].step.tolist() == [1, 2, 3]
+    assert run.metrics["weight_norm/w1"].step.tolist() == [1, 2, 3] and len(run.histograms["weights/w2"]) == 4

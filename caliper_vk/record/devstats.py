@@ -48,6 +48,11 @@ def _groups(tensors):
     return out
 
 
+def on(t, device):
+    """``t`` on ``device``: itself when it is there already (no copy), else copied without waiting."""
+    return t if t.device == device else t.to(device, non_blocking=True)
+
+
 def norms(tensors, device=None):
     """L2 norms of ``tensors`` as one float32 vector on ``device`` (default: the first tensor's),
     from one ``torch._foreach_norm`` per (device, dtype) with float32 accumulation."""
@@ -57,17 +62,19 @@ def norms(tensors, device=None):
     if not tensors:
         return None
     device = device or tensors[0].device
-    out = torch.empty(len(tensors), dtype=torch.float32, device=device)
+    parts, order = [], []
     for (_, dtype), idx in _groups(tensors).items():
         group = [tensors[i] for i in idx]
         if dtype in (torch.float64, torch.complex128):
             got = torch._foreach_norm(group, 2)  # already at least float32 precision
         else:
             got = torch._foreach_norm(group, 2, dtype=torch.float32)
-        vec = torch.stack(got).to(torch.float32)
-        index = torch.tensor(idx, device=device)
-        out.index_copy_(0, index, vec.to(device, non_blocking=True))
-    return out
+        parts.append(on(torch.stack(got).float(), device))
+        order.extend(idx)
+    vec = parts[0] if len(parts) == 1 else torch.cat(parts)
+    if order != sorted(order):  # back into the tensors' order (a permutation, made on the host)
+        vec = vec[torch.from_numpy(np.argsort(np.array(order)))]
+    return vec
 
 
 def global_norm(vector):
@@ -134,7 +141,7 @@ def _adam_norm(p, state, group, decoupled: bool):
             work.add_(w_.to(torch.float32), alpha=c)
         part = torch.linalg.vector_norm(work) ** 2
         acc = part if acc is None else acc + part
-    return torch.sqrt(acc) if acc is not None else torch.zeros((), device=p.device)
+    return torch.sqrt(acc) if acc is not None else p.new_zeros((), dtype=torch.float32)
 
 
 def _sgd_norm(p, state, group):
@@ -240,8 +247,7 @@ def histogram_device(values, bins: int, lo: float, hi: float):
     import torch
 
     x = values.detach().reshape(-1)
-    device = x.device
-    out = torch.zeros(bins + 4, dtype=torch.int64, device=device)
+    out = x.new_zeros(bins + 4, dtype=torch.int64)  # (made like x: on its device)
     if x.dtype == torch.float64:  # the definition's own precision: the formula, in pieces
         for (piece,) in _pieces(x):
             fin = piece[torch.isfinite(piece)]
@@ -255,7 +261,7 @@ def histogram_device(values, bins: int, lo: float, hi: float):
             out[bins + 3] += torch.isinf(piece).sum()
         return out
     edges, top = thresholds(int(bins), float(lo), float(hi))
-    bounds = torch.from_numpy(edges).to(device)
+    bounds = x.new_tensor(edges, dtype=torch.float32)
     inf = math.inf
     for (piece,) in _pieces(x):
         f = piece.to(torch.float32)

@@ -232,8 +232,10 @@ class Recorder:
         if tensors:
             import torch
 
+            from .devstats import on
+
             device = next(iter(tensors.values())).device
-            vector = torch.stack([t.to(device, non_blocking=True) for t in tensors.values()])
+            vector = torch.stack([on(t, device) for t in tensors.values()])
         names = list(tensors)
 
         def write(arrived):
@@ -338,10 +340,10 @@ class Recorder:
         if tensors:
             import torch
 
-            from .devstats import histogram_device
+            from .devstats import histogram_device, on
 
             first = next(iter(tensors.values())).device
-            vector = torch.cat([histogram_device(v, bins, lo, hi).to(first) for v in tensors.values()])
+            vector = torch.cat([on(histogram_device(v, bins, lo, hi), first) for v in tensors.values()])
 
             def arrived(values):
                 for i, k in enumerate(tensors):

@@ -54,8 +54,7 @@ def _to_host(t):
     if t.device.type == "cpu":
         return t, None
     if t.device.type == "cuda":
-        host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-        host.copy_(t, non_blocking=True)
+        host = t.to("cpu", non_blocking=True)  # (torch pins the memory of a non-blocking copy to host)
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(t.device))
         return host, event

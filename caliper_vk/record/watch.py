@@ -400,7 +400,7 @@ class Watcher:
         if moved:
             parts.append(torch.stack([deltas[i].reshape(()).float() for i in moved]))
         target = parts[0].device if parts else None
-        vector = torch.cat([t.to(target, torch.float32) for t in parts]) if parts else None
+        vector = torch.cat([devstats.on(t.float(), target) for t in parts]) if parts else None
 
         has_weights = weights is not None
         has_grads = any(i is not None for _, i in device.values())
@@ -522,7 +522,7 @@ class Watcher:
                 out[f"act/dead_units/{name}"] = dead
             self.rec.log(out, step=step)
 
-        self.rec.stage(torch.cat([v.to(device) for v in sums]), write)
+        self.rec.stage(torch.cat([devstats.on(v, device) for v in sums]), write)
 
     @contextlib.contextmanager
     def validation(self):
