@@ -19,6 +19,11 @@ the figure is the difference between the two, beside 1% of the parameters' bytes
 
     .venv/bin/python bench/recording.py [--steps 300] [--rounds 3] [--budgets 0.02 0.05] [--json out]
     .venv/bin/python bench/recording.py --tiny      # a check that it runs (seconds; no figures)
+    .venv/bin/python bench/recording.py --close 200000 50   # Recorder.close() of a long run
+
+``--close STEPS SERIES`` times ``Recorder.close()`` of a run of that many steps with that many scalars
+logged at every step (issue 29: 17.5 s and +303 MB for 200k x 50 when ``run.json`` was rebuilt from
+the log), and the process's peak resident set before and after it.
 
 Not a test: nothing asserts a duration.
 """
@@ -166,6 +171,32 @@ def memory_child(params: int, watched: bool, steps: int) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0 - settled
 
 
+def close_case(steps: int, series: int, log=print) -> dict:
+    from caliper_vk.record import Recorder, load_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rec = Recorder(Path(tmp) / "run")
+        names = [f"series/{i}" for i in range(series)]
+        start = time.perf_counter()
+        for step in range(steps):
+            rec.log(dict.fromkeys(names, step * 0.5), step=step)
+        logged = time.perf_counter() - start
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        start = time.perf_counter()
+        rec.close()
+        took = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        start = time.perf_counter()
+        run = load_run(Path(tmp) / "run")
+        opened = time.perf_counter() - start
+        assert len(run.metrics) == series and len(run.metrics[names[-1]]) == steps
+    out = {"steps": steps, "series": series, "log_ms_per_step": 1e3 * logged / steps, "close_s": took,
+           "peak_rss_mb_before_close": before, "peak_rss_mb_after_close": after, "open_s": opened}
+    log(f"Recorder.close() of {steps} steps x {series} series: {took:.3f} s, peak RSS {before:.0f} -> "
+        f"{after:.0f} MB (log() {out['log_ms_per_step']:.3f} ms a step; load_run {opened:.3f} s)")
+    return out
+
+
 def child(argv: list[str]) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("what")
@@ -228,8 +259,16 @@ def main() -> None:
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.02, 0.05])
     ap.add_argument("--params", type=int, default=100_000_000)
     ap.add_argument("--tiny", action="store_true", help="a few steps of a small model: checks that it runs")
+    ap.add_argument("--close", type=int, nargs=2, metavar=("STEPS", "SERIES"),
+                    help="time Recorder.close() of a run this long and wide (nothing else)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
+    if a.close:
+        print(f"CPU: {cpu_model()}")
+        res = {"cpu": cpu_model(), "close": close_case(*a.close)}
+        if a.json:
+            Path(a.json).write_text(json.dumps(res, indent=1))
+        return
     width, layers, params, mem_steps = 96, 3, a.params, 3
     if a.tiny:
         a.steps, a.rounds, a.budgets, width, layers, params, mem_steps = 4, 1, [0.05], 32, 1, 1_000_000, 2
