@@ -10,12 +10,12 @@ nothing behind.
 
 from __future__ import annotations
 
-import sys
 
 from .. import exporters
 from ..exporters import PATH_ZERO_COPY
 from ..views._source import Source
 from .panels import Panel
+from .._log import logger
 
 
 def view_source(live) -> Source:
@@ -84,6 +84,6 @@ def build(view, name: str) -> tuple[str | None, str]:
     try:
         build_view()
     except ShaderError as exc:
-        print(f"caliper: panel {name} stopped: {exc}", file=sys.stderr)
+        logger.warning(f"panel {name} stopped: {exc}")
         return exc.summary, f"{name} stopped"
     return None, ""

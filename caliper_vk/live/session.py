@@ -19,9 +19,9 @@ status line (:mod:`.status`) are modules of their own.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,12 +39,27 @@ from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
 from .history import History, Rewind
 from .history import parse_budget as parse_history
 from .layout import lay_out
+from .memory import DeviceMemoryError, fit_device_memory
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .plan import acquire_image, make_plan
 from .protocol import book_reads
-from .sinks import LIVE_FPS, open_sinks
+from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
+from .._log import logger
+
+
+# Sessions open in this process, oldest first: the module-level API (``caliper_vk.attach``, ``step``,
+# ``due``, ``session``) acts on the innermost one (:func:`innermost`). A session joins when it is made
+# and leaves when it is closed.
+_open: list[Session] = []
+_open_lock = threading.Lock()
+
+
+def innermost() -> Session | None:
+    """The most recently opened session that is still open, or None."""
+    with _open_lock:
+        return _open[-1] if _open else None
 
 
 class Session(Rewind):
@@ -74,7 +89,7 @@ class Session(Rewind):
         Draw at most this many frames a second: a step() sooner than that after
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
-        more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
+        more), 30 in a browser, 15 in a notebook, no limit offscreen. Frames due to be
         saved are never held. A browser session with no tab connected draws nothing.
     budget : float or None
         The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
@@ -97,14 +112,14 @@ class Session(Rewind):
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
                  budget: float | str | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
                  history=DEFAULT_HISTORY, video=None, fps: float = 30.0, host: str = "127.0.0.1",
-                 port: int = 8765):
+                 port: int = 8765, device_memory=None):
         check_max_fps(max_fps)
         self.budget = Budget(budget, min_fps)
         history_bytes = parse_history(history)
         # frame sinks (a browser, a notebook widget, a video): see .sinks
         self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
                                         fps=fps, host=host, port=port)
-        max_fps = LIVE_FPS if max_fps == "auto" and self.sinks.live else max_fps
+        max_fps = self.sinks.live_fps if max_fps == "auto" and self.sinks.live else max_fps
         self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
         self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
@@ -143,9 +158,13 @@ class Session(Rewind):
         self._status_time = -1.0
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
-        self.history = History(self.device, history_bytes) if history_bytes else None
+        # a cap on the device memory Caliper holds ("512MB"; history first: fit_device_memory)
+        self.device_memory = parse_history(device_memory, "device_memory") or None
+        self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
+        with _open_lock:
+            _open.append(self)
 
     # pacing, as attributes people read
     max_fps = property(lambda self: self.pacing.max_fps)
@@ -185,6 +204,11 @@ class Session(Rewind):
         self._wait_idle()
         self.panels.append(panel)
         self._layout()
+        try:
+            fit_device_memory(self.device, self.history, self.device_memory, f"attaching {name}")
+        except DeviceMemoryError:
+            panel.close()
+            raise
         return panel
 
     def _build(self, view, name: str) -> str | None:
@@ -223,8 +247,8 @@ class Session(Rewind):
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
         self._protocols = [p.protocol for p in self.panels if p.protocol is not None]  # per frame
         self._plan = None
-        if self.budget.share is not None and self.device.info.kind == "cpu":
-            self.canvas.profile()  # frames run on the training's cores: the budget counts them
+        if self.budget.share is not None and self.device.timestamps:
+            self.canvas.profile()  # a frame's device time is training's too: the budget counts it
         self._layout_due = False
         if self.window:
             self.window.bind_canvas(self.canvas)
@@ -238,6 +262,8 @@ class Session(Rewind):
         window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
         is never interrupted).
         """
+        if self.canvas is None:
+            return self._closed_step()
         entered = self.budget.enter()
         drew = False
         try:
@@ -248,6 +274,14 @@ class Session(Rewind):
         finally:
             self.budget.leave(entered, drew, self._inflight)
         return drew
+
+    def _closed_step(self) -> bool:
+        """``step()`` on a closed session: draws nothing, says so once, and never fails the loop."""
+        if not getattr(self, "_said_closed", False):
+            self._said_closed = True
+            warnings.warn("this caliper session is closed: step() draws nothing (open a new Session, or "
+                          "stop calling step() after close())", stacklevel=3)
+        return False
 
     def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
@@ -325,14 +359,15 @@ class Session(Rewind):
             waits.append(wait)
             signals.append(signal)
         now = time.perf_counter()
-        refresh_chrome(self, now)  # the status line and titles, a few times a second
+        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
+        # the status line and titles: a few times a second, and for every frame that leaves the process
+        refresh_chrome(self, now, force=save or to_sinks or self._read_back_next)
         extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
             acquired, done = self.window.frame_semaphores
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self.pacing.submitted(now)
-        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         try:
             kept = ()
             if self.history:
@@ -407,7 +442,7 @@ class Session(Rewind):
         panel.error = why
         self._layout_due = True  # its notice replaces it from the next frame
         self.message = f"{panel.name} stopped"
-        print(f"caliper: {why}", file=sys.stderr)
+        logger.warning(why)
 
     def _fault(self, exc: Exception) -> None:
         """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
@@ -415,10 +450,10 @@ class Session(Rewind):
         self.failed = f"{type(exc).__name__}: {exc}"
         for p in self.panels:
             if p.protocol is not None:
-                p.protocol.stopped = True
+                p.protocol.stop()  # and every value a CUDA stream may wait on is reached
         self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
-        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
-              "drawing stops", file=sys.stderr)
+        logger.warning(f"drawing failed ({type(exc).__name__}: {exc}); training continues, "
+                       "drawing stops")
 
     def _window_closed(self) -> None:
         if self._window_gone:
@@ -426,11 +461,10 @@ class Session(Rewind):
         self._window_gone = True
         if getattr(self.window, "lost", False):
             self.message = "display lost; drawing stopped"
-            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+            logger.warning("the display was lost; training continues without drawing")
         else:
             self.message = "window closed; drawing stopped"
-            print("caliper: the window was closed; training continues without drawing",
-                  file=sys.stderr)
+            logger.info("the window was closed; training continues without drawing")
         self._wait_idle()
 
     # -- reporting ---------------------------------------------------------------------------
@@ -468,6 +502,9 @@ class Session(Rewind):
         return web.url if web is not None else None
 
     def close(self) -> None:
+        with _open_lock:
+            if self in _open:
+                _open.remove(self)
         if self.canvas is None:
             return
         self._wait_idle()

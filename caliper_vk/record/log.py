@@ -153,7 +153,9 @@ class LogWriter:
 
     def __init__(self, path, header: dict):
         self.path = Path(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL, 0o644)
+        # O_BINARY (Windows): without it every "\n" is written as "\r\n" and the reader finds no checksum
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        self._fd = os.open(self.path, flags, 0o644)
         self.size = 0  # bytes written: the offset of the next record
         self.header = {"t": "header", "schema": LOG_SCHEMA, **header}
         self.write(self.header)
@@ -248,6 +250,9 @@ def read_log(path, max_bytes: int = 8 << 30) -> LogContents:
             record["_line"] = number_
             records.append(record)
     if header is None:
+        if problems:
+            raise RunFileError(f"{path}: not a Caliper run log: none of its lines is a valid record "
+                               f"({problems[0]}{'; ...' if len(problems) > 1 else ''})")
         raise RunFileError(f"{path}: empty log (no header record)")
     ended = bool(records) and records[-1].get("t") == "end"
     return LogContents(header, records, problems, ended)

@@ -57,11 +57,18 @@ NICE = tuple(m * 10 ** e for e in range(5) for m in (1, 2, 5))  # the intervals 
 
 
 def _rss_bytes() -> float | None:
+    """The process's resident memory: from /proc (Linux), else from psutil where it is installed
+    (macOS, Windows: ``pip install 'caliper-vk[memory]'``), else None (the metric stays missing)."""
     try:
         with open("/proc/self/statm") as f:
             return float(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil
+    except ImportError:
         return None
+    return float(psutil.Process().memory_info().rss)
 
 
 def unwrap(model):
@@ -140,6 +147,15 @@ class _ActivationStats:
             return None
         dead = self.alive.numel() - self.alive.sum()
         return torch.stack([self.zeros.double(), self.sum, self.sumsq, dead.double()])
+
+
+    def dead_mask(self):
+        """Which units were zero for every inspected example: uint8, 1 = dead, one per unit
+        (kept beside their number, so a reader can tell the same units staying dead from
+        others dying), on their device, or None before any forward."""
+        import torch
+
+        return None if self.alive is None else (~self.alive.reshape(-1)).to(torch.uint8)
 
 
 class RecordBudget:
@@ -354,7 +370,7 @@ class Watcher:
         import torch
 
         now = time.perf_counter()
-        step = self.rec.advance()
+        step = self.rec.advance(examples=self._examples or None)  # (the epoch by examples: train_size=)
         grad_names, host, device = self._pending or ([], {}, {})
         self._pending = ()
         expensive = self.update_ratio and self.budget.due(step)
@@ -493,16 +509,18 @@ class Watcher:
 
     def flush_activations(self) -> None:
         """Record the activation statistics gathered since the last flush (at the current step),
-        once their sums have reached the host (without waiting for them)."""
+        once their sums have reached the host (without waiting for them), and which units were
+        dead (an array probe per module: 1 = dead)."""
         import torch
 
-        names, sums, stats = [], [], {}
+        names, sums, stats, masks = [], [], {}, {}
         for name, st in self._stats.items():
             v = st.sums()
             if v is not None:
                 names.append(name)
                 sums.append(v)
                 stats[name] = (st.count, st.alive.numel())
+                masks[name] = st.dead_mask()
             st.reset()
         self._pending_stats = False
         if not names:
@@ -510,7 +528,7 @@ class Watcher:
         step = self.rec.step
         device = sums[0].device
 
-        def write(values, step=step):
+        def write(values):
             out = {}
             for i, name in enumerate(names):
                 count, units = stats[name]
@@ -523,6 +541,9 @@ class Watcher:
             self.rec.log(out, step=step)
 
         self.rec.stage(torch.cat([devstats.on(v, device) for v in sums]), write)
+        for name, mask in masks.items():  # which units, as an array probe (1 = dead)
+            self.rec.stage(mask, lambda m, name=name: self.rec.probe(
+                f"act/dead/{name}", m, module=name, example="validation forward", kind="dead units", step=step))
 
     @contextlib.contextmanager
     def validation(self):
