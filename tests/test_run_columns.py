@@ -37,13 +37,15 @@ def _same(a, b):
             [(f.step, f.counts.tolist(), f.below, f.nan) for f in b.histograms[k]]
     assert (a.status, a.finite, a.ended, a.snapshots, a.epochs) == (b.status, b.finite, b.ended, b.snapshots,
                                                                     b.epochs)
+    assert (a.events, a.meta) == (b.events, b.meta)
     assert [p.split(": ", 1)[-1] for p in a.problems] == [p.split(": ", 1)[-1] for p in b.problems]
 
 
 @pytest.mark.parametrize("chunk", [3, 4096])
 def test_run_json_from_the_columns_equals_run_json_from_the_log(tmp_path, monkeypatch, capsys, chunk):
     monkeypatch.setattr(columns_module, "CHUNK", chunk)  # 3: every column spills many chunks
-    rec = Recorder(tmp_path / "r", steps_per_epoch=4)
+    Recorder(tmp_path / "parent").close()
+    rec = Recorder(tmp_path / "r", steps_per_epoch=4, parent=tmp_path / "parent", parent_step=0)
     rec.define("train/loss", unit="nats", goal="min")
     rec.log({"grad_norm/global": 0.0}, placeholder=("grad_norm/global",))
     rec.histogram("w", np.linspace(-4, 4, 50))
@@ -57,6 +59,7 @@ def test_run_json_from_the_columns_equals_run_json_from_the_log(tmp_path, monkey
         if step == 20:
             rec.log({"val/loss": 9.0}, step=3)  # a value for an earlier step: sorted on reading
             rec.log(odd=float("nan"))
+            rec.event("loss switched to label smoothing")
             rec.export()  # mid-run: the columns go on growing after it
             mid = run_from_json(tmp_path / "r" / "run.json")
             _same(mid, run_from_log(tmp_path / "r" / "log.jsonl"))
@@ -72,6 +75,7 @@ def test_run_json_from_the_columns_equals_run_json_from_the_log(tmp_path, monkey
     _same(done, run_from_log(tmp_path / "r" / "log.jsonl"))
     assert done.metrics["lr"].step.tolist().count(7) == 2 and done.metrics["val/loss"].step[0] == 3
     assert done.metrics["train/loss"].unit == "nats" and not done.finite
+    assert done.events == [(20, "loss switched to label smoothing")] and done.parent["step"] == 0
 
 
 def test_close_does_bounded_work_per_series_and_holds_no_growing_memory(tmp_path, monkeypatch):

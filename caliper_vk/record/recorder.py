@@ -6,7 +6,7 @@ the scalar columns of ``run.json`` (:mod:`.columns`: every series' steps and
 values appended as they are logged, a chunk at a time, to a spool file beside
 the log). ``close()`` or ``export()`` writes ``run.json`` by copying those
 columns into its sidecar and reading back from the log only its other records
-(definitions, histograms, arrays, the end), through the same checks as a log
+(definitions, histograms, arrays, events, the end), through the same checks as a log
 read from disk: a few calls per column, whatever the run's length, and no
 memory that grows with it. A run killed before ``close()`` opens from its log.
 
