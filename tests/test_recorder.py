@@ -56,12 +56,14 @@ def test_norms_and_update_ratio_match_independent_computation(tmp_path):
     for i, name in enumerate(names):
         s = run.metrics[f"grad_norm/{name}"]
         np.testing.assert_array_equal(s.step, np.arange(1, 13))
-        np.testing.assert_allclose(s.value, [t[i] for t in truth["grad"]], rtol=1e-12)
+        # norms are summed on the device in float32 (no float64 copy of any tensor): float32's precision
+        np.testing.assert_allclose(s.value, [t[i] for t in truth["grad"]], rtol=1e-6)
         np.testing.assert_allclose(run.metrics[f"weight_norm/{name}"].value, [t[i] for t in truth["weight"]],
-                                   rtol=1e-12)
+                                   rtol=1e-6)
     np.testing.assert_allclose(run.metrics["grad_norm/global"].value,
-                               [math.sqrt(sum(v * v for v in t)) for t in truth["grad"]], rtol=1e-12)
-    np.testing.assert_allclose(run.metrics["update_ratio/global"].value, truth["ratio"], rtol=1e-9)
+                               [math.sqrt(sum(v * v for v in t)) for t in truth["grad"]], rtol=1e-6)
+    # the update the optimizer computed (lr * grad), against the float32 weights' realised difference
+    np.testing.assert_allclose(run.metrics["update_ratio/global"].value, truth["ratio"], rtol=1e-4)
     # weights and biases stay separate series: no module totals are invented
     assert "grad_norm/0" not in run.metrics and "grad_norm/0.bias" in run.metrics
     assert run.metrics["lr/group0"].value.tolist() == [0.2] * 12
@@ -99,7 +101,7 @@ def test_weight_norms_are_kept_without_update_ratios(tmp_path):
     run = load_run(tmp_path / "run")
     first = next(n for n, _ in model.named_parameters())
     np.testing.assert_allclose(run.metrics[f"weight_norm/{first}"].value, [t[0] for t in truth["weight"]],
-                               rtol=1e-12)
+                               rtol=1e-6)
     assert "weight_norm/global" in run.metrics
     assert not [k for k in run.metrics if k.startswith("update_ratio/")]
 

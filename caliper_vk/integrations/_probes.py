@@ -143,8 +143,8 @@ class Probes:
                                "norms are not recorded (watch runs on the rendering rank alone, and a sharded "
                                "norm is a collective of every rank); the trainer's metrics and the probes "
                                "are recorded")
-            else:
-                self.watcher = cv.watch(model, opt, self.rec, **self.watch_options)
+            else:  # the hooks' time counts in the session's budget, and their own share follows it
+                self.watcher = cv.watch(model, opt, self.rec, **{"session": self.session, **self.watch_options})
         if in_job():
             self.job = Job(session=self.session, recorder=self.rec)
         self._started = True

@@ -192,24 +192,32 @@ class _Builder:
         return run
 
 
+def builder_for(header: dict, path: Path) -> _Builder:
+    """A builder for the run whose log header is ``header`` (the log at ``path``)."""
+    name = header.get("name") if isinstance(header.get("name"), str) else path.parent.name
+    b = _Builder(name)
+    b.run.source = path
+    b.run.config = header.get("config") if isinstance(header.get("config"), dict) else {}
+    b.run.meta = {k: header[k] for k in ("started", "steps_per_epoch", "best", "host", "parent", "train_size")
+                  if k in header}
+    return b
+
+
+NO_END = ("the log has no end record: the run is still going, or its process was stopped (killed, "
+          "crashed) before close()")
+
+
 def run_from_log(path) -> Run:
     path = Path(path)
     contents = read_log(path)
-    h = contents.header
-    name = h.get("name") if isinstance(h.get("name"), str) else path.parent.name
-    b = _Builder(name)
-    b.run.source = path
-    b.run.config = h.get("config") if isinstance(h.get("config"), dict) else {}
-    b.run.meta = {k: h[k] for k in ("started", "steps_per_epoch", "best", "host", "parent", "train_size")
-                  if k in h}
+    b = builder_for(contents.header, path)
     b.run.problems.extend(contents.problems)
     for rec in contents.records:
         b.add(rec, f"{path.name} line {rec.pop('_line')}")
     run = b.finish()
     if not contents.ended_cleanly:
         run.status = "running"
-        run.problems.append(f"{path.name}: the log has no end record: the run is still going, or its "
-                            f"process was stopped (killed, crashed) before close()")
+        run.problems.append(f"{path.name}: {NO_END}")
     return run
 
 

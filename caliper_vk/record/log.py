@@ -111,6 +111,15 @@ def decode_array(obj, where: str, max_elements: int = 1 << 28) -> np.ndarray:
 
 def _clean(value):
     """JSON-safe copy: non-finite floats become the strings "nan", "inf", "-inf"."""
+    kind = type(value)
+    if kind is dict:  # (the common case first: a record of finite floats, once per step)
+        return {k if type(k) is str else str(k): v if type(v) is float and math.isfinite(v) else _clean(v)
+                for k, v in value.items()}
+    if kind is float:
+        return value if math.isfinite(value) else ("nan" if math.isnan(value) else
+                                                    ("inf" if value > 0 else "-inf"))
+    if kind is str or kind is int or value is None:
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
@@ -147,13 +156,16 @@ class LogWriter:
         # O_BINARY (Windows): without it every "\n" is written as "\r\n" and the reader finds no checksum
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | getattr(os, "O_BINARY", 0)
         self._fd = os.open(self.path, flags, 0o644)
-        self.write({"t": "header", "schema": LOG_SCHEMA, **header})
+        self.size = 0  # bytes written: the offset of the next record
+        self.header = {"t": "header", "schema": LOG_SCHEMA, **header}
+        self.write(self.header)
 
     @property
     def closed(self) -> bool:
         return self._fd is None
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict) -> tuple[int, int]:
+        """Append ``record``; returns its line's ``(offset, length)`` in the file."""
         if self._fd is None:
             raise RunFileError(f"{self.path}: the log is closed; records after close() are not kept")
         line = encode_line(record)
@@ -161,6 +173,9 @@ class LogWriter:
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
+        at = self.size
+        self.size += len(line)
+        return at, len(line)
 
     def sync(self) -> None:
         if self._fd is not None:
@@ -179,6 +194,26 @@ class LogContents:
     records: list[dict]
     problems: list[str] = field(default_factory=list)
     ended_cleanly: bool = False
+
+
+def parse_line(raw: bytes, where: str) -> tuple[dict | None, str]:
+    """``(record, "")`` from one whole log line (with its newline), or ``(None, why)``."""
+    text, sep, crc = raw[:-1].rpartition(b"\t")
+    if not sep or len(crc) != 8:
+        return None, f"{where}: no checksum; skipped"
+    try:
+        ok = int(crc, 16) == zlib.crc32(text) & 0xFFFFFFFF
+    except ValueError:
+        ok = False
+    if not ok:
+        return None, f"{where}: checksum mismatch (the line was damaged); skipped"
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return None, f"{where}: not JSON ({str(exc)[:80]}); skipped"
+    if not isinstance(record, dict) or not isinstance(record.get("t"), str):
+        return None, f"{where}: a record must be an object with a string field 't'; skipped"
+    return record, ""
 
 
 def read_log(path, max_bytes: int = 8 << 30) -> LogContents:
@@ -200,24 +235,9 @@ def read_log(path, max_bytes: int = 8 << 30) -> LogContents:
             if len(raw) > MAX_LINE_BYTES:
                 problems.append(f"{where}: {len(raw)} bytes is over the {MAX_LINE_BYTES} allowed; skipped")
                 continue
-            text, sep, crc = raw[:-1].rpartition(b"\t")
-            if not sep or len(crc) != 8:
-                problems.append(f"{where}: no checksum; skipped")
-                continue
-            try:
-                ok = int(crc, 16) == zlib.crc32(text) & 0xFFFFFFFF
-            except ValueError:
-                ok = False
-            if not ok:
-                problems.append(f"{where}: checksum mismatch (the line was damaged); skipped")
-                continue
-            try:
-                record = json.loads(text)
-            except (ValueError, RecursionError) as exc:
-                problems.append(f"{where}: not JSON ({str(exc)[:80]}); skipped")
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("t"), str):
-                problems.append(f"{where}: a record must be an object with a string field 't'; skipped")
+            record, problem = parse_line(raw, where)
+            if record is None:
+                problems.append(problem)
                 continue
             if header is None:
                 if record["t"] != "header":

@@ -1,11 +1,20 @@
 """``Recorder``: writes a training run to an append-only log and exports ``run.json``.
 
 A run lives in a directory: ``log.jsonl`` grows while training runs (see
-:mod:`.log` for why a kill loses at most the record being written) and
-``run.json`` is written from the log on ``close()`` or ``export()``. Nothing is
-kept only in memory: ``run.json`` is always rebuilt by reading the log back,
-so the file a killed run leaves and the file a finished run leaves are read by
-the same code.
+:mod:`.log` for why a kill loses at most the record being written), and so do
+the scalar columns of ``run.json`` (:mod:`.columns`: every series' steps and
+values appended as they are logged, a chunk at a time, to a spool file beside
+the log). ``close()`` or ``export()`` writes ``run.json`` by copying those
+columns into its sidecar and reading back from the log only its other records
+(definitions, histograms, arrays, events, the end), through the same checks as a log
+read from disk: a few calls per column, whatever the run's length, and no
+memory that grows with it. A run killed before ``close()`` opens from its log.
+
+Tensors are read without waiting for the device (:mod:`.stage`): a logged loss
+tensor or ``watch``'s statistics are copied to host memory behind the work
+that computes them and written to the log when they have arrived, normally
+during the next step; ``close()``, ``export()``, ``end_epoch()`` and
+``flush()`` wait for what is still on its way.
 
 Step numbering: step ``k`` is the state after the ``k``-th optimizer update;
 step 0 is the initial model. Values logged between update ``k`` and update
@@ -25,19 +34,24 @@ from pathlib import Path
 import numpy as np
 
 from .._arrays import to_host
+from .columns import ColumnSpool
 from .log import LogWriter, RunFileError, encode_array
+from .stage import Staging
 
 LOG_NAME = "log.jsonl"
 RUN_NAME = "run.json"
 STATUSES = ("running", "complete", "nonfinite", "interrupted", "failed")
 
 
+def _one(v, name: str):
+    """A one-element tensor as a 0-d float64 tensor on its device (read later, without waiting)."""
+    if v.numel() != 1:
+        raise ValueError(f"{name}: a logged value must be one number, got a tensor of shape "
+                         f"{tuple(v.shape)}; log v.mean() or a histogram instead")
+    return v.detach().reshape(()).double()
+
+
 def _value(v, name: str) -> float:
-    if hasattr(v, "detach"):  # a torch tensor
-        if v.numel() != 1:
-            raise ValueError(f"{name}: a logged value must be one number, got a tensor of shape "
-                             f"{tuple(v.shape)}; log v.mean() or a histogram instead")
-        v = v.detach().float().cpu().item()
     if isinstance(v, np.ndarray):
         if v.size != 1:
             raise ValueError(f"{name}: a logged value must be one number, got an array of shape {v.shape}")
@@ -81,17 +95,10 @@ def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
     """
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or bins < 1:
         raise ValueError(f"histogram range must be finite with lo < hi and bins >= 1, got [{lo}, {hi}], {bins}")
-    if hasattr(values, "detach"):
-        import torch
+    if hasattr(values, "detach"):  # binned on its device (devstats.histogram_device): counts travel
+        from .devstats import histogram_device
 
-        x = values.detach().reshape(-1).double()
-        nan = int(torch.isnan(x).sum())
-        inf = int(torch.isinf(x).sum())
-        x = x[torch.isfinite(x)]
-        below, above = int((x < lo).sum()), int((x > hi).sum())
-        x = x[(x >= lo) & (x <= hi)]
-        idx = torch.clamp(torch.floor((x - lo) * (bins / (hi - lo))).long(), max=bins - 1)
-        counts = torch.bincount(idx, minlength=bins).cpu().numpy()
+        return _counts(histogram_device(values, bins, lo, hi).cpu().numpy(), lo, hi)
     else:
         x = np.asarray(values, dtype=np.float64).reshape(-1)
         nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
@@ -102,6 +109,14 @@ def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
         counts = np.bincount(idx, minlength=bins)
     return {"lo": float(lo), "hi": float(hi), "counts": counts.astype(np.int64),
             "below": below, "above": above, "nan": nan, "inf": inf}
+
+
+def _counts(v: np.ndarray, lo: float, hi: float) -> dict:
+    """:func:`histogram_counts`'s dict from ``histogram_device``'s vector (bins, then below, above,
+    NaN, ±Inf)."""
+    v = np.asarray(v, dtype=np.int64)
+    return {"lo": float(lo), "hi": float(hi), "counts": v[:-4], "below": int(v[-4]), "above": int(v[-3]),
+            "nan": int(v[-2]), "inf": int(v[-1])}
 
 
 class Recorder:
@@ -155,6 +170,8 @@ class Recorder:
         self._nonfinite_loss = False
         self._status = "running"
         self._defined: set[str] = set()
+        self._stage = Staging()
+        self._columns = ColumnSpool(self.dir)  # (replaces a spool a killed run left)
         self._log = LogWriter(log_path, {
             "name": self.name, "config": config or {}, "started": self._t0,
             "steps_per_epoch": steps_per_epoch, "best": {"metric": best, "goal": best_goal},
@@ -215,7 +232,7 @@ class Recorder:
         if goal not in (None, "min", "max"):
             raise ValueError(f"goal must be 'min', 'max' or None, got {goal!r}")
         self._defined.add(name)
-        self._log.write({"t": "define", "name": name, "unit": unit, "description": description, "goal": goal})
+        self._write({"t": "define", "name": name, "unit": unit, "description": description, "goal": goal})
 
     def log(self, values: dict | None = None, /, *, step: int | None = None, epoch: float | None = None,
             placeholder: tuple = (), **named) -> None:
@@ -223,18 +240,50 @@ class Recorder:
 
         ``rec.log(train_loss=loss)`` or ``rec.log({"val/psnr": psnr})``: keyword
         names have their first ``_`` turned into ``/`` (``train_loss`` →
-        ``train/loss``). Tensors are read with ``.item()``. ``placeholder``
-        names values that are not measurements (a step-0 gradient norm
-        stored as 0 before any gradient existed); they are kept but marked.
+        ``train/loss``). A tensor is not read on the spot (no ``.item()``: the
+        training stream does not wait): it is copied to host memory without waiting
+        and the record is written when it has arrived (the module docstring).
+        ``placeholder`` names values that are not measurements (a step-0 gradient
+        norm stored as 0 before any gradient existed); they are kept but marked.
         """
-        merged = {}
-        for k, v in (values or {}).items():
-            merged[str(k)] = _value(v, str(k))
-        for k, v in named.items():
-            merged[k.replace("_", "/", 1) if "/" not in k else k] = _value(v, k)
+        merged: dict = {}
+        tensors: dict = {}
+        for k, v in [*((str(k), v) for k, v in (values or {}).items()),
+                     *((k.replace("_", "/", 1) if "/" not in k else k, v) for k, v in named.items())]:
+            if hasattr(v, "detach"):
+                tensors[k] = _one(v, k)
+                merged[k] = None  # (keeps the order the values were given in)
+            else:
+                merged[k] = _value(v, k)
         if not merged:
             return
+        bad = [p for p in placeholder if p not in merged]
+        if bad:
+            raise ValueError(f"placeholder names {bad} are not among the logged values {sorted(merged)}")
         step, epoch = self._at(step, epoch)
+        record = {"t": "scalars", "step": step, "epoch": epoch, "time": time.time() - self._t0,
+                  "values": merged}
+        if placeholder:
+            record["placeholder"] = list(placeholder)
+        vector = None
+        if tensors:
+            import torch
+
+            from .devstats import on
+
+            device = next(iter(tensors.values())).device
+            vector = torch.stack([on(t, device) for t in tensors.values()])
+        names = list(tensors)
+
+        def write(arrived):
+            if arrived is not None:
+                merged.update(zip(names, arrived.tolist(), strict=True))
+            self._scalars(record)
+
+        self._stage.put(vector, write)
+
+    def _scalars(self, record: dict) -> None:
+        merged = record["values"]
         for k, v in merged.items():
             if not math.isfinite(v):
                 self._finite = False
@@ -242,16 +291,27 @@ class Recorder:
                     self._nonfinite_loss = True
         if "train/loss" in merged and math.isfinite(merged["train/loss"]):
             self._epoch_losses.append(merged["train/loss"])
-        record = {"t": "scalars", "step": step, "epoch": epoch, "time": time.time() - self._t0,
-                  "values": merged}
-        bad = [p for p in placeholder if p not in merged]
-        if bad:
-            raise ValueError(f"placeholder names {bad} are not among the logged values {sorted(merged)}")
-        if placeholder:
-            record["placeholder"] = list(placeholder)
-        self._log.write(record)
+        self._write(record)
         if self.best_metric in merged:
-            self._track_best(merged[self.best_metric], step, epoch)
+            self._track_best(merged[self.best_metric], record["step"], record["epoch"])
+
+    def _write(self, record: dict) -> None:
+        at, length = self._log.write(record)
+        self._columns.add(record, at, length)
+
+    # -- values on their way from the device ----------------------------------------
+    def stage(self, tensor, write) -> None:
+        """Copy ``tensor`` to host memory without waiting and call ``write(numpy array)`` when it
+        has arrived, in order with the other records (``watch`` sends its statistics this way)."""
+        self._stage.put(tensor, write)
+
+    def poll(self) -> None:
+        """Write the records whose values have arrived from the device (never waits)."""
+        self._stage.poll()
+
+    def flush(self) -> None:
+        """Wait for every value still on its way from the device and write its record."""
+        self._stage.drain()
 
     def _track_best(self, v: float, step: int, epoch) -> None:
         if not math.isfinite(v):
@@ -264,35 +324,70 @@ class Recorder:
             self._best, self._plateau = v, 0
         else:
             self._plateau += 1
-        self._log.write({"t": "scalars", "step": step, "epoch": epoch, "time": time.time() - self._t0,
-                         "values": {"plateau/count": float(self._plateau)}})
+        self._write({"t": "scalars", "step": step, "epoch": epoch, "time": time.time() - self._t0,
+                     "values": {"plateau/count": float(self._plateau)}})
 
     def end_epoch(self, epoch: int | None = None) -> None:
         """Close an epoch: records ``train/loss_epoch_mean``, the mean of the step losses
         recorded during it (labelled as such: it is not a whole-pass average unless
         every step's loss was logged)."""
         self._epoch_index = self._epoch_index + 1 if epoch is None else int(epoch)
+        self.flush()  # the epoch's losses, all of them
         if self._epoch_losses:
             mean = float(np.mean(self._epoch_losses))
             if "train/loss_epoch_mean" not in self._defined:
                 self.define("train/loss_epoch_mean", description="mean of the recorded step losses of "
                             "the epoch (not a whole-pass average unless every step was recorded)", goal="min")
             self.log({"train/loss_epoch_mean": mean})
-            self._log.write({"t": "epoch", "index": self._epoch_index, "step": self._step,
+            self._write({"t": "epoch", "index": self._epoch_index, "step": self._step,
                              "recorded_steps": len(self._epoch_losses)})
         self._epoch_losses = []
 
     # -- arrays -----------------------------------------------------------------
     def histogram(self, name: str, values, bins: int = 12, value_range=(-3.0, 3.0),
-                  step: int | None = None) -> dict:
+                  step: int | None = None) -> dict | None:
         """Record a histogram of ``values`` in fixed bins; out-of-range and non-finite values
-        are counted, not dropped silently. Returns the counts."""
-        h = histogram_counts(values, bins, float(value_range[0]), float(value_range[1]))
+        are counted, not dropped silently. A tensor is binned on its own device and its counts
+        written when they reach the host (no wait); returns the counts when they are already
+        there (numpy values, CPU tensors), else None."""
+        return self.histograms({name: values}, bins, value_range, step).get(name)
+
+    def histograms(self, named: dict, bins: int = 12, value_range=(-3.0, 3.0),
+                   step: int | None = None) -> dict:
+        """:meth:`histogram` of several arrays or tensors at one step, their counts travelling
+        together (``watch`` records every weight this way). Returns ``{name: counts}`` of those
+        whose counts are already on the host."""
+        lo, hi = float(value_range[0]), float(value_range[1])
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or bins < 1:
+            raise ValueError(f"histogram range must be finite with lo < hi and bins >= 1, got [{lo}, {hi}], "
+                             f"{bins}")
         step, epoch = self._at(step, None)
-        self._log.write({"t": "hist", "step": step, "epoch": epoch, "name": name, "lo": h["lo"], "hi": h["hi"],
+        done: dict = {}
+
+        def write(name, h):
+            self._write({"t": "hist", "step": step, "epoch": epoch, "name": name, "lo": h["lo"], "hi": h["hi"],
                          "counts": encode_array(h["counts"]), "below": h["below"], "above": h["above"],
                          "nan": h["nan"], "inf": h["inf"]})
-        return h
+            done[name] = h
+
+        tensors = {k: v for k, v in named.items() if hasattr(v, "detach")}
+        for k, v in named.items():
+            if k not in tensors:
+                write(k, histogram_counts(v, bins, lo, hi))
+        if tensors:
+            import torch
+
+            from .devstats import histogram_device, on
+
+            first = next(iter(tensors.values())).device
+            vector = torch.cat([on(histogram_device(v, bins, lo, hi), first) for v in tensors.values()])
+
+            def arrived(values):
+                for i, k in enumerate(tensors):
+                    write(k, _counts(values[i * (bins + 4):(i + 1) * (bins + 4)], lo, hi))
+
+            self._stage.put(vector, arrived)
+        return done
 
     def probe(self, name: str, array, module: str | None = None, example: str | None = None,
               kind: str | None = None, step: int | None = None) -> None:
@@ -303,7 +398,7 @@ class Recorder:
             raise ValueError(f"probe {name!r}: {a.size} elements is too many to record each step "
                              f"(at most {1 << 24}); record a slice")
         step, epoch = self._at(step, None)
-        self._log.write({"t": "array", "step": step, "epoch": epoch, "name": name, "module": module,
+        self._write({"t": "array", "step": step, "epoch": epoch, "name": name, "module": module,
                          "example": example, "kind": kind, "array": encode_array(a)})
 
     def confusion(self, name: str = "val/confusion", matrix=None, *, targets=None, predictions=None,
@@ -327,7 +422,7 @@ class Recorder:
         if classes is not None and len(classes) != m.shape[0]:
             raise ValueError(f"{len(classes)} class names for a {m.shape[0]}-class matrix")
         step, epoch = self._at(step, None)
-        self._log.write({"t": "confusion", "step": step, "epoch": epoch, "name": name,
+        self._write({"t": "confusion", "step": step, "epoch": epoch, "name": name,
                          "classes": [str(c) for c in classes] if classes is not None else None,
                          "matrix": encode_array(m)})
         return m
@@ -339,13 +434,13 @@ class Recorder:
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"an event needs a text saying what changed, got {text!r}")
         step, epoch = self._at(step, None)
-        self._log.write({"t": "event", "step": step, "epoch": epoch, "text": text.strip()[:500]})
+        self._write({"t": "event", "step": step, "epoch": epoch, "text": text.strip()[:500]})
 
     # -- saved states and status ----------------------------------------------------
     def snapshot(self, key: str, step: int | None = None) -> None:
         """Record that the parameters at ``step`` were saved under ``key`` (a path or a name)."""
         step, epoch = self._at(step, None)
-        self._log.write({"t": "snapshot", "step": step, "epoch": epoch, "key": str(key)})
+        self._write({"t": "snapshot", "step": step, "epoch": epoch, "key": str(key)})
 
     def save(self, module, path) -> Path:
         """``torch.save(module.state_dict(), path)`` and record the snapshot."""
@@ -374,24 +469,59 @@ class Recorder:
         NaN/Inf) and write ``run.json``. A second close returns the same path."""
         if self._log.closed:
             return self.dir / RUN_NAME
+        self.flush()  # what is still on its way from the device belongs to the run
         if status is None:
             status = "nonfinite" if self._nonfinite_loss else "complete"
         if status not in STATUSES[1:]:
             raise ValueError(f"status must be one of {', '.join(STATUSES[1:])}, got {status!r}")
         self._status = status
-        self._log.write({"t": "end", "step": self._step, "status": status, "finite": self._finite,
+        self._write({"t": "end", "step": self._step, "status": status, "finite": self._finite,
                          "time": time.time() - self._t0})
         self._log.close()
-        return self.export()
+        try:
+            return self.export()
+        finally:
+            self._columns.close()
 
     def export(self, path=None) -> Path:
-        """Write ``run.json`` from the log as it is now (also while the run goes on)."""
+        """Write ``run.json`` as the run is now (also while it goes on): from the columns written as
+        it went, or, when those are gone (after ``close()``), rebuilt from the log."""
         from .run import load_run
 
+        path = path or self.dir / RUN_NAME
         if not self._log.closed:
+            self.flush()
             self._log.sync()
-        run = load_run(self.dir / LOG_NAME)
-        return run.save(path or self.dir / RUN_NAME)
+        if self._columns.fd is not None:
+            try:
+                return self._export_columns(path)
+            except (OSError, ValueError) as exc:  # the log still holds everything: rebuilt from it
+                print(f"caliper: {self.dir}: the run's columns could not be written ({exc}); rebuilding "
+                      f"run.json from {LOG_NAME}", file=sys.stderr)
+        return load_run(self.dir / LOG_NAME).save(path)
+
+    def _export_columns(self, path) -> Path:
+        from .builder import NO_END, builder_for
+        from .log import parse_line
+        from .run import _EMPTY_F, _EMPTY_I
+        from .runfile import save_run
+
+        log = self.dir / LOG_NAME
+        b = builder_for(self._log.header, log)
+        for raw, at in self._columns.other_records(log):  # only the records that are not scalars
+            where = f"{LOG_NAME} at byte {at}"
+            record, problem = parse_line(raw, where)
+            if record is None:
+                b.run.problems.append(problem)
+            else:
+                b.add(record, where)
+        run = b.finish()
+        run.progress_step, run.progress_epoch, run.progress_time = _EMPTY_I, None, _EMPTY_F  # (the columns')
+        if not run.ended:
+            run.finite = self._finite
+            run.status = "running"
+            run.problems.append(f"{LOG_NAME}: {NO_END}")
+        return save_run(run, path, lambda doc, sidecar: self._columns.write_columns(doc, sidecar, b.defs))
 
     def __enter__(self):
         return self

@@ -34,8 +34,11 @@ SIDECAR_ALIGN = 64  # every array starts on a 64-byte boundary of the sidecar
 MAX_RUN_BYTES = 4 << 30
 
 
-def save_run(run: Run, path) -> Path:
+def save_run(run: Run, path, columns=None) -> Path:
     """Write ``run.json`` (schema ``caliper-run/3``) and its sidecar of arrays, atomically.
+
+    ``columns(doc, sidecar)``, when given, adds columns that are not in ``run`` (the recorder's
+    spooled scalar columns, :mod:`.columns`) to the document before it is written.
 
     The arrays go to ``run-<token>.bin`` beside ``path`` (written, synced, then renamed into
     place), the document naming it goes to a temporary file renamed over ``path``, and only
@@ -44,6 +47,8 @@ def save_run(run: Run, path) -> Path:
     path = Path(path)
     sidecar = _SidecarWriter()
     doc = run.to_json(sidecar.add, RUN_SCHEMA)
+    if columns is not None:
+        columns(doc, sidecar)
     data_name = f"{path.stem}-{secrets.token_hex(6)}.bin"
     doc["data"] = {"file": data_name, "bytes": sidecar.size}
     _write_atomically(path.parent / data_name, sidecar.chunks)
@@ -83,6 +88,23 @@ class _SidecarWriter:
         self._seen[id(a)] = (a, dict(ref))
         return ref
 
+    def add_pieces(self, dtype, count: int, pieces: list) -> dict:
+        """A 1-D column of ``count`` values of ``dtype`` made of ``pieces``: bytes, or ``(fd,
+        offset, length)`` of a file to copy from when the sidecar is written (a spooled column)."""
+        pad = -self.size % SIDECAR_ALIGN
+        if pad:
+            self.chunks.append(b"\0" * pad)
+            self.size += pad
+        ref = {"dtype": np.dtype(dtype).name, "shape": [int(count)], "at": self.size}
+        total = 0
+        for piece in pieces:
+            self.chunks.append(piece)
+            total += len(piece) if isinstance(piece, bytes) else piece[2]
+        if total != count * np.dtype(dtype).itemsize:
+            raise ValueError(f"column pieces hold {total} bytes, not {count} values of {np.dtype(dtype).name}")
+        self.size += total
+        return ref
+
 
 def _write_atomically(path: Path, chunks) -> None:
     """``chunks`` into ``path`` by a synced temporary file renamed over it, with an ordinary
@@ -92,7 +114,16 @@ def _write_atomically(path: Path, chunks) -> None:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             for c in chunks:
-                f.write(c)
+                if isinstance(c, tuple):  # (fd, offset, length): copied from that file
+                    src, at, n = c
+                    while n > 0:
+                        data = os.pread(src, min(n, 16 << 20), at)
+                        if not data:
+                            raise OSError(f"{path}: a column's spool ended early")
+                        f.write(data)
+                        at, n = at + len(data), n - len(data)
+                else:
+                    f.write(c)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -24,18 +24,36 @@ preparation, data loading, logging — validation time excluded);
 ``time/compute_ms`` runs from that forward to the end of ``optimizer.step()``
 (forward, backward, clipping, update). On a GPU these are host times: work
 still queued on the device is not in them.
+
+Cost (``docs/integrations.md``): every statistic is computed on the model's
+device in a few fused calls, with no copy of the model and no float64 copy of
+any tensor (:mod:`.devstats`), and reaches the host without the training
+stream waiting for it (:mod:`.stage`): a step's values are written when they
+have arrived, normally during the next step. Update ratios come from the
+optimizer's own state (SGD, Adam, AdamW); another optimizer's are measured
+every ``update_ratio_every`` steps from a copy of the parameters taken just
+before that step (in their own dtype: a bf16 copy would round each weight by
+up to 0.4%, more than the update being measured). The time the hooks take on
+the training thread is kept within ``budget`` (:class:`RecordBudget`): over it,
+update ratios and histograms thin out to a longer interval, recorded as
+``record/expensive_every`` and said on stderr; scalars are always recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import sys
 import time
 
 from .._arrays import to_host
+from . import devstats
 from .recorder import Recorder
 
 EPS = 1e-12
+UPDATE_RATIO_EVERY = 100  # steps between snapshots, for optimizers whose update state is unknown
+NICE = tuple(m * 10 ** e for e in range(5) for m in (1, 2, 5))  # the intervals RecordBudget chooses
 
 
 def _rss_bytes() -> float | None:
@@ -51,17 +69,6 @@ def _rss_bytes() -> float | None:
     except ImportError:
         return None
     return float(psutil.Process().memory_info().rss)
-
-
-def _norms(tensors) -> list[float]:
-    """L2 norms (in float64) of ``tensors``, read back to the host in one transfer: one
-    device synchronisation per step instead of one per parameter."""
-    import torch
-
-    norms = [torch.linalg.vector_norm(t.detach().double()) for t in tensors]
-    if not norms:
-        return []
-    return torch.stack([n.to(norms[0].device) for n in norms]).tolist()  # a model may span devices
 
 
 def unwrap(model):
@@ -98,15 +105,18 @@ def unit_axis(shape) -> int:
 
 
 class _ActivationStats:
+    """Sums of one module's validation outputs, kept on their device (no value read back until
+    :meth:`Watcher.flush_activations` stages them)."""
+
     def __init__(self):
         self.reset()
 
     def reset(self):
         self.count = 0
-        self.zeros = 0
-        self.sum = 0.0
-        self.sumsq = 0.0
-        self.alive = None  # per-unit: nonzero for some inspected example
+        self.zeros = None  # device tensors: exact zeros, sum and sum of squares (float64 totals)
+        self.sum = None
+        self.sumsq = None
+        self.alive = None  # per-unit: nonzero for some inspected example (a device bool tensor)
 
     def add(self, out) -> None:
         import torch
@@ -114,41 +124,128 @@ class _ActivationStats:
         x = out.detach()
         if x.ndim < 2:
             x = x.reshape(1, -1)
-        xf = x.double()
         self.count += x.numel()
-        self.zeros += int((x == 0).sum())
-        self.sum += float(xf.sum())
-        self.sumsq += float((xf * xf).sum())
+        zeros = (x == 0).sum()
+        # float32 accumulation over the batch (no float64 copy of it); float64 across batches
+        total = x.sum(dtype=torch.float32).double()
+        squares = (torch.linalg.vector_norm(x, dtype=torch.float32).double()) ** 2
+        if self.zeros is None:
+            self.zeros, self.sum, self.sumsq = zeros, total, squares
+        else:
+            self.zeros, self.sum, self.sumsq = self.zeros + zeros, self.sum + total, self.sumsq + squares
         axis = unit_axis(x.shape)
         dims = [d for d in range(x.ndim) if d != axis]
         alive = (x != 0).any(dim=dims) if dims else (x != 0)
-        alive = alive.cpu()
         self.alive = alive if self.alive is None or self.alive.shape != alive.shape else torch.logical_or(
             self.alive, alive)
 
-    def summary(self) -> dict | None:
+    def sums(self):
+        """``[zeros, sum, sum of squares, dead units]`` as a float64 device vector, or None."""
+        import torch
+
         if not self.count:
             return None
-        mean = self.sum / self.count
-        var = max(self.sumsq / self.count - mean * mean, 0.0)
-        units = int(self.alive.numel())
-        dead = units - int(self.alive.sum())
-        return {"std": var ** 0.5, "zero_frac": self.zeros / self.count, "dead_frac": dead / units,
-                "dead_units": float(dead)}
+        dead = self.alive.numel() - self.alive.sum()
+        return torch.stack([self.zeros.double(), self.sum, self.sumsq, dead.double()])
+
 
     def dead_mask(self):
         """Which units were zero for every inspected example: uint8, 1 = dead, one per unit
         (kept beside their number, so a reader can tell the same units staying dead from
-        others dying), or None before any forward."""
-        return None if self.alive is None else (~self.alive.reshape(-1)).numpy().astype("uint8")
+        others dying), on their device, or None before any forward."""
+        import torch
+
+        return None if self.alive is None else (~self.alive.reshape(-1)).to(torch.uint8)
+
+
+class RecordBudget:
+    """How often the expensive records (update ratios, histograms) fit the recorder's share of the
+    training loop's time.
+
+    ``watch``'s hooks report the seconds they take on the training thread (:meth:`spent`,
+    split into what is recorded every step and what only the expensive steps add) and the
+    loop's steps (:meth:`stepped`). Their running means give the cost ``c`` of a cheap step,
+    the extra cost ``e`` of an expensive one and the loop's step time ``w``; the expensive
+    records are then taken every ``k`` steps, the least of 1, 2, 5, 10, 20, 50 ... at least
+    ``least`` with ``c + e / k ≤ share · w``. When even the scalars take more than the share,
+    ``k`` is the longest interval (:data:`LONGEST`) and :meth:`label` says so. ``k`` is
+    re-chosen every :data:`REVIEW` steps; each change is recorded by ``watch`` as
+    ``record/expensive_every`` and said once on stderr.
+    """
+
+    LONGEST = 10_000
+    REVIEW = 25
+    WEIGHT = 0.2
+
+    def __init__(self, share: float | None, least: int = 1, clock=time.perf_counter):
+        if share is not None and not 0 < share <= 1:
+            raise ValueError(f"budget must be a share of the loop's time in (0, 1] (0.05 is 5%) or None, "
+                             f"got {share!r}")
+        self.share, self.least, self.clock = share, max(int(least), 1), clock
+        self.every = self.least
+        self.cheap: float | None = None  # seconds a step's hooks take, without the expensive part
+        self.extra: float | None = None  # seconds the expensive records add to a step
+        self.wall: float | None = None  # seconds from one step to the next
+        self._last: float | None = None
+        self._steps = 0
+
+    def _mean(self, old, new):
+        return new if old is None else old + self.WEIGHT * (new - old)
+
+    def due(self, step: int) -> bool:
+        return step % self.every == 0
+
+    def spent(self, cheap: float, extra: float | None = None) -> None:
+        """A step's hook time: ``cheap`` seconds, and ``extra`` more when it was an expensive one."""
+        self.cheap = self._mean(self.cheap, cheap)
+        if extra is not None:
+            self.extra = self._mean(self.extra, extra)
+
+    def stepped(self) -> bool:
+        """An optimizer step ended: update the loop's step time; True when ``every`` changed."""
+        now = self.clock()
+        if self._last is not None:
+            self.wall = self._mean(self.wall, now - self._last)
+        self._last = now
+        self._steps += 1
+        if self.share is None or self._steps % self.REVIEW or self.wall is None or self.cheap is None:
+            return False
+        room = self.share * self.wall - self.cheap
+        need = self.least
+        if self.extra is not None and self.extra > 0:
+            need = self.LONGEST if room <= 0 else max(need, math.ceil(self.extra / room))
+        if need <= self.least:
+            every = self.least
+        else:
+            every = min(next((n for n in NICE if n >= need), self.LONGEST), self.LONGEST)
+        changed = every != self.every
+        self.every = every
+        return changed
+
+    def label(self) -> str | None:
+        """``recording: update ratios every 20 steps (≤5% of training)``, or None within budget
+        at the requested interval."""
+        if self.share is None or self.every == self.least:
+            return None
+        text = f"recording: update ratios and histograms every {self.every} steps (≤{100 * self.share:g}%"
+        if self.cheap is not None and self.wall and self.cheap > self.share * self.wall:
+            text += f"; the per-step scalars alone take {100 * self.cheap / self.wall:.1f}%"
+        return text + ")"
 
 
 class Watcher:
-    """The hooks ``watch`` installs; ``remove()`` takes them out again."""
+    """The hooks ``watch`` installs; ``remove()`` takes them out again.
+
+    ``budget``: the share of the training loop's time the hooks may take ("auto": the session's
+    budget when ``session`` is given, else 5% or ``CALIPER_VK_BUDGET``; None: no limit);
+    ``session``: a live session whose overhead budget also counts the hooks' time.
+    ``update_ratio_every``: for an optimizer whose update :mod:`.devstats` cannot read (not SGD,
+    Adam, AdamW), the interval of the snapshots the update ratio is measured from."""
 
     def __init__(self, model, optimizer, recorder: Recorder, clip: float | None = None,
                  histograms_every: int | None = 100, histogram_bins: int = 12, histogram_range=(-3.0, 3.0),
-                 activations=(), update_ratio: bool = True, memory: bool = True):
+                 activations=(), update_ratio: bool = True, memory: bool = True, budget="auto",
+                 session=None, update_ratio_every: int = UPDATE_RATIO_EVERY):
         model = unwrap(model)  # DDP / torch.compile: the hooks go on the original module
         self.model, self.optimizer, self.rec = model, optimizer, recorder
         self.clip = clip
@@ -156,11 +253,19 @@ class Watcher:
         self.bins, self.range = histogram_bins, histogram_range
         self.update_ratio = update_ratio
         self.memory = memory
+        self.session = session
         self.names = {id(p): n for n, p in model.named_parameters()}
+        self.source = devstats.update_source(optimizer) if update_ratio else None
+        if budget == "auto":
+            from ..live.budget import default_share
+
+            budget = session.budget.share if session is not None else default_share()
+        self.budget = RecordBudget(budget, least=1 if self.source else max(int(update_ratio_every), 1))
         self._before: dict[int, object] = {}
         self._handles = []
-        self._preclip: float | None = None
-        self._pending: dict = {}
+        self._preclip = None
+        self._pending: tuple = ()
+        self._hook_time = 0.0
         self._last_end = None
         self._forward_start = None
         self._batch = 0
@@ -170,6 +275,7 @@ class Watcher:
         self._modules = {}
         self._stats: dict[str, _ActivationStats] = {}
         self._pending_stats = False
+        self._told = False
         modules = dict(model.named_modules())
         for name in activations:
             if name not in modules:
@@ -186,8 +292,13 @@ class Watcher:
         recorder.define("grad_norm/global", description="L2 norm of all gradient entries, as the optimizer "
                         "received them (after any clipping)")
         if update_ratio:
+            how = ("the update the optimizer computed, from its state" if self.source else
+                   f"measured every {self.budget.least} steps from a copy of the parameters")
             recorder.define("update_ratio/global",
-                            description="||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12)")
+                            description=f"||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12); {how}")
+        recorder.define("record/expensive_every", unit="steps",
+                        description="interval of the update ratios and weight histograms, lengthened when "
+                        "recording them every step would take more than the recording budget")
         recorder.define("throughput/examples_per_s", unit="examples/s",
                         description="training examples per second between optimizer steps (wait + compute)")
         recorder.define("time/wait_ms", unit="ms", description="end of optimizer.step() to the next training "
@@ -228,72 +339,136 @@ class Watcher:
     def _pre_step(self, optimizer, args, kwargs):
         import torch
 
-        values = {}
-        total = 0.0
+        started = time.perf_counter()
+        self.rec.poll()  # write the values of earlier steps that have arrived
         with torch.no_grad():
             params = [(p, name) for p, name in self._params() if p.grad is not None]
-            for (p, name), n in zip(params, _norms(p.grad for p, _ in params), strict=True):
-                values[f"grad_norm/{name}"] = n
-                total += n * n
-                if self.update_ratio:
-                    self._before[id(p)] = p.detach().clone()
-        values["grad_norm/global"] = total ** 0.5
+            grads = devstats.norms([p.grad for p, _ in params])
+            coming = self.rec.step + 1
+            if self.update_ratio and self.source is None and self.budget.due(coming):
+                # no known update state: this step's ratio from a copy (its own dtype), on an interval
+                self._before = {id(p): p.detach().clone() for p, _ in params}
+        host = {}
         for i, group in enumerate(optimizer.param_groups):
-            values[f"lr/{group.get('name', f'group{i}')}"] = float(group["lr"])
+            host[f"lr/{group.get('name', f'group{i}')}"] = float(group["lr"])  # a CPU value: no wait
+        device = {}
+        if grads is not None:
+            device.update({f"grad_norm/{name}": (grads, i) for i, (_, name) in enumerate(params)})
         if self.clip is not None:
-            values["clip/threshold"] = float(self.clip)
-            seen = self._preclip if self._preclip is not None else values["grad_norm/global"]
-            values["clip/hit"] = 1.0 if seen >= self.clip * (1 - 1e-5) else 0.0
+            host["clip/threshold"] = float(self.clip)
+            seen = self._preclip if self._preclip is not None else (
+                devstats.global_norm(grads) if grads is not None else None)
+            if seen is not None:
+                device["clip/hit"] = ((seen >= self.clip * (1 - 1e-5)).float(), None)
             if self._preclip is not None:
-                values["grad_norm/global_preclip"] = self._preclip
+                device["grad_norm/global_preclip"] = (self._preclip.float(), None)
         self._preclip = None
-        self._pending = values
+        self._pending = ([name for _, name in params], host, device)
+        self._hook_time = time.perf_counter() - started
 
     def _post_step(self, optimizer, args, kwargs):
         import torch
 
         now = time.perf_counter()
         step = self.rec.advance(examples=self._examples or None)  # (the epoch by examples: train_size=)
-        values = self._pending
-        # weight norms every step; update ratios when asked for and a parameter moved
-        num = den = 0.0
+        grad_names, host, device = self._pending or ([], {}, {})
+        self._pending = ()
+        expensive = self.update_ratio and self.budget.due(step)
         with torch.no_grad():
             params = list(self._params())
-            befores = [self._before.pop(id(p), None) for p, _ in params]
-            moved = [(p, b) for (p, _), b in zip(params, befores, strict=True) if b is not None]
-            weights = _norms(p for p, _ in params)
-            deltas = iter(_norms(p.detach().double() - b.double() for p, b in moved) if moved else ())
-            for (_, name), before, w in zip(params, befores, weights, strict=True):
-                values[f"weight_norm/{name}"] = w
-                den += w * w
-                if before is not None:
-                    d = next(deltas)
-                    values[f"update_ratio/{name}"] = d / max(w, EPS)
-                    num += d * d
-        if params:
-            values["weight_norm/global"] = den ** 0.5
-        if moved:
-            values["update_ratio/global"] = num ** 0.5 / max(den ** 0.5, EPS)
+            weights = devstats.norms([p for p, _ in params])
+            cheap_done = time.perf_counter()
+            deltas = None  # the expensive part: the update norms
+            if expensive:
+                if self.source is not None:
+                    deltas = devstats.update_norms(optimizer, [p for p, _ in params], self.source)
+                elif self._before:
+                    deltas = [None if (b := self._before.get(id(p))) is None else
+                              devstats._combination_norm([(1.0, p), (-1.0, b)]) for p, _ in params]
+                self._before = {}
+        deltas_done = time.perf_counter()
+        weight_names = [name for _, name in params]
+        moved = [i for i, d in enumerate(deltas or ()) if d is not None]
         if self._forward_start is not None:
-            values["time/compute_ms"] = (now - self._forward_start) * 1e3
+            host["time/compute_ms"] = (now - self._forward_start) * 1e3
             if self._last_end is not None:
                 wait = self._forward_start - self._last_end - self._eval_time
-                values["time/wait_ms"] = max(wait, 0.0) * 1e3
+                host["time/wait_ms"] = max(wait, 0.0) * 1e3
                 span = now - self._last_end - self._eval_time
                 if span > 0:
-                    values["throughput/examples_per_s"] = self._examples / span
+                    host["throughput/examples_per_s"] = self._examples / span
         if self.memory:
             rss = _rss_bytes()
             if rss is not None:
-                values["memory/rss_bytes"] = rss
-            device = self._device_memory()
-            if device is not None:
-                values[device[0]] = device[1]
-        self.rec.log(values, step=step)
+                host["memory/rss_bytes"] = rss
+            mem = self._device_memory()
+            if mem is not None:
+                host[mem[0]] = mem[1]
+        # one vector of every device value of the step, copied to the host without waiting
+        parts, singles = [], []
+        if device:
+            vectors = {id(v): v for v, i in device.values() if i is not None}
+            parts.extend(vectors.values())
+            singles = [k for k, (_, i) in device.items() if i is None]
+            parts.extend(device[k][0].reshape(1) for k in singles)
+        if weights is not None:
+            parts.append(weights)
+        if moved:
+            parts.append(torch.stack([deltas[i].reshape(()).float() for i in moved]))
+        target = parts[0].device if parts else None
+        vector = torch.cat([devstats.on(t.float(), target) for t in parts]) if parts else None
+
+        has_weights = weights is not None
+        has_grads = any(i is not None for _, i in device.values())
+
+        def write(values):  # (the closure's names are not rebound after this)
+            out, at = {}, 0
+            vals = [] if values is None else values.astype(float).tolist()
+            if has_grads:
+                g = vals[at:at + len(grad_names)]
+                at += len(grad_names)
+                out.update({f"grad_norm/{n}": v for n, v in zip(grad_names, g, strict=True)})
+                out["grad_norm/global"] = math.sqrt(sum(v * v for v in g))
+            out.update((k, v) for k, v in host.items() if k.startswith(("lr/", "clip/")))
+            for k in singles:
+                out[k] = vals[at]
+                at += 1
+            if has_weights:
+                w = vals[at:at + len(weight_names)]
+                at += len(weight_names)
+                out.update({f"weight_norm/{n}": v for n, v in zip(weight_names, w, strict=True)})
+                den = math.sqrt(sum(v * v for v in w))
+                out["weight_norm/global"] = den
+                if moved:
+                    d = vals[at:at + len(moved)]
+                    out.update({f"update_ratio/{weight_names[i]}": v / max(w[i], EPS)
+                                for i, v in zip(moved, d, strict=True)})
+                    out["update_ratio/global"] = math.sqrt(sum(v * v for v in d)) / max(den, EPS)
+            out.update((k, v) for k, v in host.items() if not k.startswith(("lr/", "clip/")))
+            self.rec.log(out, step=step)
+
+        self.rec.stage(vector, write)
         self._last_end = time.perf_counter()
         self._forward_start, self._examples, self._eval_time = None, 0, 0.0
-        if self.histograms_every and step % self.histograms_every == 0:
+        histograms = bool(self.histograms_every) and step % max(self.histograms_every, self.budget.every) == 0
+        extra_started = time.perf_counter()
+        if histograms:
             self.histograms()
+        end = time.perf_counter()
+        extra = (deltas_done - cheap_done) + (end - extra_started)
+        cheap = self._hook_time + (end - now) - extra
+        self.budget.spent(cheap, extra if (expensive or histograms) else None)
+        if self.session is not None:  # the session's budget counts the hooks too
+            clock = self.session.budget.clock
+            self.session.budget.charge(clock() - (self._hook_time + (end - now)))
+        if self.budget.stepped():
+            self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
+            label = self.budget.label()
+            if label and self.session is not None:
+                self.session.message = label  # on the status line
+            if label and not self._told:
+                self._told = True
+                print(f"caliper: {label}; recorded as record/expensive_every", file=sys.stderr)
 
     # -- helpers -----------------------------------------------------------------------
     def _params(self):
@@ -324,32 +499,51 @@ class Watcher:
             raise ValueError("clip_grad_norm_ needs max_norm=, or watch(..., clip=...)")
         self.clip = cap
         total = torch.nn.utils.clip_grad_norm_([p for p, _ in self._params()], cap, norm_type=norm_type)
-        self._preclip = float(total)
+        self._preclip = total.detach()  # read with the step's other values, without waiting
         return total
 
     def histograms(self, step: int | None = None) -> None:
         """Record a fixed-bin histogram of every watched parameter now."""
-        for p, name in self._params():
-            self.rec.histogram(f"weights/{name}", p.detach(), bins=self.bins, value_range=self.range, step=step)
+        self.rec.histograms({f"weights/{name}": p.detach() for p, name in self._params()}, bins=self.bins,
+                            value_range=self.range, step=step)
 
     def flush_activations(self) -> None:
-        """Record the activation statistics gathered since the last flush (at the current step)."""
-        values, masks = {}, {}
-        for name, stats in self._stats.items():
-            s = stats.summary()
-            if s is not None:
-                masks[name] = stats.dead_mask()
-            stats.reset()
-            if s is None:
-                continue
-            for k, v in s.items():
-                values[f"act/{k}/{name}"] = v
+        """Record the activation statistics gathered since the last flush (at the current step),
+        once their sums have reached the host (without waiting for them), and which units were
+        dead (an array probe per module: 1 = dead)."""
+        import torch
+
+        names, sums, stats, masks = [], [], {}, {}
+        for name, st in self._stats.items():
+            v = st.sums()
+            if v is not None:
+                names.append(name)
+                sums.append(v)
+                stats[name] = (st.count, st.alive.numel())
+                masks[name] = st.dead_mask()
+            st.reset()
         self._pending_stats = False
-        if values:
-            self.rec.log(values)
+        if not names:
+            return
+        step = self.rec.step
+        device = sums[0].device
+
+        def write(values):
+            out = {}
+            for i, name in enumerate(names):
+                count, units = stats[name]
+                zeros, total, squares, dead = values[4 * i:4 * i + 4].tolist()
+                mean = total / count
+                out[f"act/std/{name}"] = max(squares / count - mean * mean, 0.0) ** 0.5
+                out[f"act/zero_frac/{name}"] = zeros / count
+                out[f"act/dead_frac/{name}"] = dead / units
+                out[f"act/dead_units/{name}"] = dead
+            self.rec.log(out, step=step)
+
+        self.rec.stage(torch.cat([devstats.on(v, device) for v in sums]), write)
         for name, mask in masks.items():  # which units, as an array probe (1 = dead)
-            self.rec.probe(f"act/dead/{name}", mask, module=name, example="validation forward",
-                           kind="dead units")
+            self.rec.stage(mask, lambda m, name=name: self.rec.probe(
+                f"act/dead/{name}", m, module=name, example="validation forward", kind="dead units", step=step))
 
     @contextlib.contextmanager
     def validation(self):

@@ -81,7 +81,8 @@ def train(out_dir, cfg: CNNConfig = CNNConfig(), name: str = "digits_cnn", stop_
                   "parameters": sum(p.numel() for p in model.parameters())}
         rec = Recorder(out_dir, name=name, config=config, steps_per_epoch=spe, overwrite=True)
         define_common(rec)
-        w = watch(model, opt, rec, histograms_every=spe, activations=["features.relu1", "features.relu2"])
+        w = watch(model, opt, rec, histograms_every=spe, budget=None,  # every step, on any machine
+                  activations=["features.relu1", "features.relu2"])
         probe_x = val.x[cfg.probe_index:cfg.probe_index + 1]
         rec.probe("input", probe_x.reshape(8, 8), example=example, kind="input")
 

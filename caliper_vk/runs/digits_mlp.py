@@ -103,7 +103,7 @@ def train(out_dir, cfg: MLPConfig, name: str, stop_after: int | None = None, on_
                   "parameters": sum(p.numel() for p in model.parameters())}
         rec = Recorder(out_dir, name=name, config=config, steps_per_epoch=spe, overwrite=True, **lineage)
         define_common(rec)
-        w = watch(model, opt, rec, histograms_every=spe, activations=["relu1", "relu2"])
+        w = watch(model, opt, rec, histograms_every=spe, budget=None, activations=["relu1", "relu2"])
 
         def validate():
             loss, acc, pred = evaluate(model, val, w)

@@ -147,7 +147,7 @@ def train(out_dir, cfg: TransformerConfig = TransformerConfig(), name: str = "re
         define_common(rec, loss_unit="nats/token")
         rec.define("val/accuracy", unit="fraction", goal="max",
                    description="correctly predicted letters / evaluated letters (8 per validation string)")
-        w = watch(model, opt, rec, clip=cfg.clip, histograms_every=spe,
+        w = watch(model, opt, rec, clip=cfg.clip, histograms_every=spe, budget=None,
                   activations=[f"blocks.{i}.ff.1" for i in range(cfg.layers)])
         probe = encode(cfg.probe)
         softmaxes = [f"blocks.{i}.attn.softmax" for i in range(cfg.layers)]

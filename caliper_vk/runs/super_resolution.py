@@ -202,7 +202,8 @@ def train(out_dir, cfg: SRConfig = SRConfig(), name: str = "super_resolution", s
         rec = Recorder(out_dir, name=name, config=config, steps_per_epoch=spe, best="val/psnr",
                        best_goal="max", overwrite=True)
         define_metrics(rec, cfg)
-        w = watch(model, opt, rec, histograms_every=spe, activations=["body.relu1", "body.relu2"])
+        w = watch(model, opt, rec, histograms_every=spe, budget=None,  # every step, on any machine
+                  activations=["body.relu1", "body.relu2"])
         k = cfg.probe_index
         example = f"validation image {k}"
         rec.probe("sr/input", lr_val[k, 0], example=f"{example}, input ({cfg.val_px // SCALE}px)", kind="image")
