@@ -26,8 +26,10 @@ views read, so every view redraws through its ordinary staging path — draws
 one frame without touching the live tensors (no read is booked; training goes
 on writing them), and puts the live sources back. The views are byte-exact
 functions of their input, so the kept frame equals the live frame of that
-step; per-view state that is not a function of the current input (a
-histogram's overlay of older steps) shows as it is now.
+step. What a view drew with that its input does not hold (a point cloud's camera, labels and
+values: ``ViewBase.shown``) is kept with each frame and put back while the step is shown; other
+per-view state that is not a function of the current input (a histogram's overlay of older
+steps) shows as it is now.
 
 :mod:`caliper_vk.live.input` maps space, ←/→, Home and End here; the status
 line's place shows a timeline scrubber while a kept step is shown.
@@ -84,6 +86,7 @@ class Frame:
     nbytes: int
     inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
+    shown: dict = field(default_factory=dict)  # panel name -> the view's ``shown`` (its camera ...)
     base: int = 0  # the frame's first byte in its chunk
 
 
@@ -156,10 +159,12 @@ class History:
             else:
                 chunk = self._place(total)
             base = self._fill - total
-            versions = {}
+            versions, shown = {}, {}
             for p in panels:
-                versions[p.name] = p.view.data_version
-            frame = Frame(step, chunk, total, layout.inputs, versions, base)
+                view = p.view
+                versions[p.name] = view.data_version
+                shown[p.name] = view.shown
+            frame = Frame(step, chunk, total, layout.inputs, versions, shown, base)
             # staged inputs are copied from the views' own staging buffers, written this frame
             # (the canvas prepares before the history keeps): the copies hold while they are the same
             staged = tuple([s.staged for _, s in layout.staged]) if layout.staged else ()
@@ -420,6 +425,8 @@ def _swap_in(panel, arrays: dict, frame: Frame):
     A panel attached after the step has nothing kept: it shows zeros, and its title says so."""
     saved = [(s, s.array, s.imported, s.live) for _, s in panel.inputs]
     version = panel.view.data_version
+    shown = frame.shown.get(panel.name)
+    now = panel.view.show(shown) if shown is not None else None  # the camera ... it was drawn with
     missing = False
     for i, (_, source) in enumerate(panel.inputs):
         a = arrays.get((panel.name, i))
@@ -434,6 +441,8 @@ def _swap_in(panel, arrays: dict, frame: Frame):
         for source, array, imported, live in saved:
             source.array, source.imported, source.live = array, imported, live
         panel.view.data_version = version
+        if now is not None:
+            panel.view.show(now)
         panel._history_missing = False
     return restore
 

@@ -112,6 +112,10 @@ class ViewBase:
         # that frame's counters (finish(): stats) are the last ones again; a live session's frame
         # plan then skips reading them. Only views that check all of that set it.
         self.unchanged = False
+        # What the last prepare() drew with that the inputs do not hold (a point cloud's camera,
+        # labels and values), or None: the live history keeps it with each frame and puts it
+        # back with show(shown) while the frame's step is shown again (rewind).
+        self.shown = None
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""

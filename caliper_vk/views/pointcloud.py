@@ -21,14 +21,16 @@ The colour pass runs one of two ways with the same bytes: per pixel over the who
 in by a transfer), so a small cloud does not pay for every pixel of a large panel.
 :meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
 Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg`` tilts toward the viewer,
-``zoom`` scales the auto-fit (the bounding sphere of the finite points fills 90% of the shorter panel
-side at ``zoom=1``). Rotation, scale and bounds are computed on the host in float64 and passed as
-float32, so shader and twin use identical constants.
+``zoom`` scales the auto-fit (the sphere about the centre of the finite points' box through its
+corners fills 90% of the shorter panel side at ``zoom=1``). The fit is computed on the device in the
+frame that draws (``pointcloud_bounds``, then ``pointcloud_fit``, which writes the centre, scale and
+depth range into the parameter block the splat reads: see :mod:`._pointfit`), so it follows a tensor
+read in place wherever it lives, and the host reads no element of the positions per frame. The
+rotation is computed on the host in float64 and passed as float32.
 """
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -38,7 +40,7 @@ from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
-from ._pointfit import _extremes, _ftz32, _max_square_distance, FIT_LARGE, rotation, snapshot, unchanged
+from ._pointfit import device_box, device_fit, rotation
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
@@ -58,6 +60,7 @@ POINT_COLOR = (236, 236, 236, 255)
 NAN_COLOR = (255, 0, 255, 255)
 UNLABELLED = (128, 128, 128, 255)
 MAX_POINT_SIZE = 64
+BOX_PER_INVOCATION = 16  # points per invocation of pointcloud_bounds.comp (PER_INVOCATION there)
 
 
 def footprint(size_px: int) -> np.ndarray:
@@ -101,7 +104,8 @@ class PointCloud(ViewBase):
     point_size_px : int
         Point diameter in pixels, 1..64.
     bounds : ((x0, y0, z0), (x1, y1, z1)), optional
-        Fixed fit box; by default the view fits the finite points every frame.
+        Fixed fit box; by default the view fits the box of the finite points every frame, on
+        the device.
     """
 
     def __init__(self, positions=None, labels=None, values=None, *, yaw_deg: float | None = None,
@@ -123,7 +127,6 @@ class PointCloud(ViewBase):
         self.zoom = float(zoom)
         self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
         self.source = Source(np.zeros((0, 3), np.float32))
-        self._fit_cache = self._fit_of = None
         self._params_of = None  # what the uploaded parameter block was computed from
         self.labels = self.values = None
         self._classes = None  # (labels, their distinct classes) for the legend
@@ -169,13 +172,19 @@ class PointCloud(ViewBase):
 
     def _set_source(self, source: Source) -> None:
         self._replace_source(source)
-        self._fit_cache = None
         self._dirty.update(("positions", "labels", "values"))
 
     @property
     def positions(self) -> np.ndarray:
         """The positions as float32 (decoded exactly as the GPU decodes them)."""
         return self.source.float32()
+
+    def show(self, shown: tuple) -> tuple:
+        """Draw with ``shown`` (a ``self.shown`` of an earlier frame: camera, labels, values);
+        returns what it replaced, for putting back (rewind)."""
+        now = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
+        self._yaw, self._pitch, self.zoom, self.labels, self.values = shown
+        return now
 
     def reset_camera(self) -> None:
         """Back to the camera the view was made with."""
@@ -191,48 +200,6 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
-    def _fit(self, check: bool = True) -> tuple[list, list, float | None]:
-        """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
-        radius of the finite points (cached per data version).
-
-        A live source is fitted again whenever its bytes changed (:func:`unchanged`), so this
-        keeps to a few numpy calls. ``check=False``: the caller found them changed (fit now)."""
-        if not check or self._fit_cache is None or (
-                self.source.live and not unchanged(self._fit_of, self.source)):
-            snap = snapshot(self.source) if self.source.live else None
-            pos = self.positions
-            dim = pos.shape[1]
-            # a large cloud is read in place by blocks; a small one as one transposed copy,
-            # which makes every later pass contiguous (strided columns of an (N, 3) array are
-            # 3-4x slower to reduce, and min(axis=0) is ~20x slower)
-            rows = pos.shape[0] >= FIT_LARGE
-            pts = np.ascontiguousarray(pos) if rows else np.ascontiguousarray(pos.T)
-            count = pts.shape[0] if rows else pts.shape[1]
-            radius = None
-            lo, hi = _extremes(pts, rows) if count else ([], [])
-            if not all(map(math.isfinite, lo + hi)):
-                # min and max propagate NaN and an Inf is an extreme: only now look per point
-                if rows:
-                    pts = pts[np.isfinite(pts).all(axis=1)]
-                    rows = pts.shape[0] >= FIT_LARGE
-                    pts = np.ascontiguousarray(pts if rows else pts.T)
-                else:
-                    pts = np.ascontiguousarray(pts[:, np.isfinite(pts).all(axis=0)])
-                count = pts.shape[0] if rows else pts.shape[1]
-                lo, hi = _extremes(pts, rows) if count else ([], [])
-            if count:
-                # ftz is monotone, so flushing the extremes equals the extremes of flushed data
-                lo = [_ftz32(v) for v in lo]
-                hi = [_ftz32(v) for v in hi]
-                # the smallest sphere about the box centre that holds every point: tighter
-                # than the box's half-diagonal, whose corners are usually empty
-                c = np.array([(a + b) / 2 for a, b in zip(lo, hi, strict=True)], np.float32)
-                radius = math.sqrt(_max_square_distance(pts, c, rows)) * 1.001
-            else:
-                lo = hi = [0.0] * dim
-            self._fit_cache, self._fit_of = (lo, hi, radius), snap
-        return self._fit_cache
-
     @property
     def camera(self) -> tuple[float, float, float]:
         three_d = self.source.shape[1] == 3
@@ -243,21 +210,11 @@ class PointCloud(ViewBase):
     # -- parameters shared by the shader and the twin ----------------------------------
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
+        """The parameter block as the host fills it: the fit's words (CX..CZ, SCALE, NSCALE,
+        ZMIN, DSCALE) are left 0 for ``pointcloud_fit`` to write on the device
+        (:meth:`params_fitted` adds them as the twin computes them)."""
         n, dim = self.source.shape
-        radius = None
-        if self.bounds is not None:
-            lo, hi = self.bounds[0], self.bounds[1]
-        else:
-            lo, hi, radius = self._fit()
-        lo = [float(v) for v in lo][:3] + [0.0] * (3 - min(3, len(lo)))
-        hi = [float(v) for v in hi][:3] + [0.0] * (3 - min(3, len(hi)))
-        center = [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]
-        if radius is None:
-            radius = math.sqrt(sum(((b - a) / 2) ** 2 for a, b in zip(lo, hi, strict=True)))
-        if not (math.isfinite(radius) and radius > 1e-30):
-            radius = 1.0
         yaw, pitch, zoom = self.camera
-        scale = zoom * 0.45 * min(width, height) / radius
         mode = MODE_LABELS if self.labels is not None else (
             MODE_VALUES if self.values is not None else MODE_UNIFORM)
         vlo, vscale = 0.0, 0.0
@@ -270,13 +227,33 @@ class PointCloud(ViewBase):
         p[PC.MARGIN] = MAX_POINT_SIZE
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
-        f[PC.CX:PC.CZ + 1] = center
         f[PC.R0:PC.R0 + 9] = rotation(yaw, pitch).reshape(-1)
-        f[PC.SCALE:PC.VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
-                                     DEPTH_MAX / (2 * radius), vlo, vscale)
+        f[PC.OX], f[PC.OY], f[PC.VLO], f[PC.VSCALE] = width / 2, height / 2, vlo, vscale
+        f[PC.FITK] = zoom * 0.45 * min(width, height)  # the scale at radius 1
+        if self.bounds is not None:
+            p[PC.FIXED] = 1
+            f[PC.FLO0:PC.FLO2 + 1] = self._fixed_box()[0]
+            f[PC.FHI0:PC.FHI2 + 1] = self._fixed_box()[1]
         p[PC.RECT_X], p[PC.RECT_Y] = rect_x, rect_y
         p[PC.BG] = _packed(tuple(self.background))
         p[PC.BASE], p[PC.DTYPE] = base, dtype
+        return p
+
+    def _fixed_box(self) -> np.ndarray:
+        """The fixed ``bounds`` as float32 (2, 3) (z 0 for a 2-D box)."""
+        box = np.zeros((2, 3), np.float32)
+        box[:, :min(3, self.bounds.shape[1])] = self.bounds[:, :3]
+        return box
+
+    def params_fitted(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+                      dtype: int = 0) -> np.ndarray:
+        """:meth:`params` with the fit's words as ``pointcloud_fit`` writes them on the device
+        (the twin's; reads the positions)."""
+        p = self.params(width, height, rect_x, rect_y, base, dtype)
+        fixed = None if self.bounds is None else self._fixed_box()
+        box = device_box(self.positions) if fixed is None else None
+        for k, v in device_fit(box, fixed, np.uint32(p[PC.FITK]).view(F32)).items():
+            p[k] = v
         return p
 
     def _colors(self) -> np.ndarray:
@@ -342,15 +319,10 @@ class PointCloud(ViewBase):
             base, dtype = imported.offset, DTYPE_CODES[src.dtype]
         else:
             _, base, dtype = self._input("positions", src)
-        same = self.bounds is None  # whether the positions' bytes are known to be the last frame's
-        if not same:
-            fit = self.bounds.tobytes()
-        else:
-            # the fit is made again when the positions' bytes changed (_pointfit.unchanged, inline)
-            fit, snap, a = self._fit_cache, self._fit_of, src.array
-            if fit is None or (src.live and (snap is None or snap[0] != src.dtype or snap[1] != a.shape
-                                             or a.tobytes() != snap[2])):
-                fit, same = self._fit(check=False), False
+        # a live input may hold new bytes each frame (the host does not look: the fit is the
+        # device's); host data changes only through set_data, which marks the view dirty
+        same = not src.live
+        fit = None if self.bounds is None else self.bounds.tobytes()
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
         # an equal key means an equal block, colour indices and buffers
@@ -363,6 +335,7 @@ class PointCloud(ViewBase):
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
         n = src.array.shape[0]
+        self.shown = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
@@ -379,7 +352,9 @@ class PointCloud(ViewBase):
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
         self._buffer("stats", 16)
-        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
+        self._buffer("box", 4 * PC.BOX_WORDS, host_visible=False)
+        fixed = self.bounds is not None
+        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype), fixed):
             self.stale = True
         self._params_of = key
 
@@ -414,21 +389,35 @@ class PointCloud(ViewBase):
         else:
             color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2).bind(
                 [b["params"], b["depth"], b["colors"]])
-        self._sets = [splat, color]
+        # the fit, on the device: the box of the finite points (unless fixed), then the words
+        # of the parameter block that the splat and paint read (pointcloud_fit binds the block
+        # as a storage buffer and writes them)
+        fixed = self.bounds is not None
+        box = self._pipeline("pointcloud_bounds", ["uniform", "buffer", "buffer"], spec).bind(
+            [b["params"], self._bound["positions"], b["box"]])
+        fit = pipeline(self.device, "pointcloud_fit", ["buffer", "buffer"]).bind([b["params"], b["box"]])
+        self._sets = [splat, color, box, fit]
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
+        rec.fill(b["box"], 0xFFFFFFFF)
         if per_point:
             r = self.rect
             rec.fill_rect(b["background"], self.target, r.x, r.y, r.width, r.height)
         rec.barrier()
         rec.mark("pointcloud clears")
+        if n and not fixed:
+            rec.dispatch(box, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+            rec.barrier()
+        rec.dispatch(fit, 1)
+        rec.barrier()
+        rec.mark("pointcloud fit")
         if n:
             rec.dispatch(splat, *groups_1d(n))
         rec.mark("pointcloud splat")
         if per_point and n:
             rec.barrier()
             rec.dispatch(color, *groups_1d(n))
-        self._recorded = (n, per_point, spec)
+        self._recorded = (n, per_point, spec, fixed)
 
     def record(self, rec) -> None:
         """The per-pixel resolve pass, when it is the colour pass (it reads the keys and the
@@ -454,7 +443,7 @@ class PointCloud(ViewBase):
         return rgba
 
     def reference_with_stats(self, width: int, height: int):
-        p = self.params(width, height)  # before reading positions: a live fit reads them too
+        p = self.params_fitted(width, height)
 
         def f(k):
             return np.uint32(p[k]).view(F32)

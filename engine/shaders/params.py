@@ -168,6 +168,12 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
     ("VLO", "float"), ("VSCALE", "float"),
     "RECT_X", "RECT_Y", "BG", "BASE", "DTYPE",
+    # The fit (pointcloud_fit.comp) writes CX..CZ, SCALE, NSCALE, ZMIN and DSCALE above, on the
+    # device, in the frame, from the box of the finite points (pointcloud_bounds.comp) or from
+    # the fixed box FLO..FHI when FIXED is 1; FITK is the scale at radius 1 (zoom * 0.45 * the
+    # shorter panel side), from the host.
+    "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
+    ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
 ], constants={
     "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
     # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
@@ -177,6 +183,14 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
     "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
     "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
+    # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
+    # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
+    # fall by atomicMin), one fill clearing them.
+    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_WORDS": "6",
+    # The radius when the box has none (one point, none finite, a box too small or too large):
+    # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
+    "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
+    "NEWTON_STEPS": "3u",
 }, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
     ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
 ])

@@ -1,0 +1,98 @@
+"""The point cloud on the emulated discrete GPU (caliper_vk.exporters.discrete): attached empty,
+then written; each frame's fit is computed on the device from what the frame reads, so the
+frame equals the twin of a ``.cpu()`` copy taken after ``flush()``, and the host copies nothing
+per frame. Rewind redraws a kept step as it was shown."""
+
+import numpy as np
+import pytest
+import torch
+
+from caliper_vk.exporters import discrete
+from caliper_vk.live import Session
+from caliper_vk.views import PointCloud
+from images import assert_same_image
+
+SIZE = (360, 160)
+
+
+def region(frame, view):
+    r = view.rect
+    return frame[r.y:r.y + r.height, r.x:r.x + r.width]
+
+
+def moving(step: int, n: int, dim: int = 3) -> torch.Tensor:
+    """Points that grow, drift and change sign from step to step (a fit made once is wrong later)."""
+    rng = np.random.default_rng(step)
+    pts = rng.normal(size=(n, dim)) * (0.5 + step ** 2) + (-1) ** step * 3.0 * step
+    if step % 2:
+        pts[::17, 1] = np.nan  # counted, left out of the fit
+    return torch.from_numpy(pts.astype(np.float32))
+
+
+def twin_of(view, host, **options):
+    """The twin of ``view``'s panel from host copies (its camera, labels and values)."""
+    twin = PointCloud(host, yaw_deg=view._yaw, pitch_deg=view._pitch, zoom=view.zoom,
+                      point_size_px=view.point_size_px, **options)
+    return twin.reference_with_stats(view.rect.width, view.rect.height)
+
+
+@pytest.mark.parametrize("dim", [3, 2])
+def test_a_cloud_attached_empty_then_moving_is_fitted_in_each_frame_on_a_discrete_device(dim, artifacts):
+    pts = discrete.empty((300, dim))  # all zeros at attach: a fit from this copy puts the rest off screen
+    with Session(window=False, size=SIZE, budget=None) as s:
+        panel = s.attach(pts, "pointcloud", name="emb", point_size_px=2)
+        view = panel.view
+        for step in range(1, 5):
+            with panel.writing():
+                pts.copy_(moving(step, 300, dim))
+            with discrete.transfers() as t:
+                assert s.step(step)
+                frame = s.flush()
+            if panel.path == "zero-copy":
+                assert t.to_host == 0 and t.blocking == 0, t  # the frame reads the device's memory
+            want, stats = twin_of(view, pts.cpu())
+            assert_same_image(region(frame, view), want, artifacts / f"dim{dim}-step{step}")
+            assert view.stats == stats
+            assert stats["drawn"] > 250, stats  # on screen: fitted to this step's points
+
+
+def test_a_fixed_box_and_labels_draw_the_points_written_after_attach(artifacts):
+    pts = discrete.empty((400, 3))
+    labels = np.arange(400) % 7
+    bounds = ((-20, -20, -20), (20, 20, 20))
+    with Session(window=False, size=SIZE, budget=None) as s:
+        panel = s.attach(pts, "pointcloud", name="emb", labels=labels, bounds=bounds)
+        view = panel.view
+        for step in (1, 2):
+            with panel.writing():
+                pts.copy_(moving(step, 400))
+            s.step(step)
+            frame = s.flush()
+            want, stats = twin_of(view, pts.cpu(), labels=labels, bounds=bounds)
+            assert_same_image(region(frame, view), want, artifacts / f"step{step}")
+            assert view.stats == stats
+
+
+def test_rewind_redraws_a_kept_step_as_it_was_shown_on_a_discrete_device(artifacts):
+    pts = discrete.empty((250, 3))
+    with Session(window=False, size=SIZE, budget=None, history="1MB") as s:
+        panel = s.attach(pts, "pointcloud", name="emb")
+        view = panel.view
+        frames, copies = {}, {}
+        for step in range(1, 6):
+            with panel.writing():
+                pts.copy_(moving(step, 250))
+            if step == 4:
+                view.set_camera(yaw_deg=100.0, pitch_deg=-30.0, zoom=2.0)  # turned after step 3
+            assert s.step(step)
+            frames[step] = s.flush().copy()
+            copies[step] = pts.cpu()
+        for step in (2, 5, 1):
+            s.rewind(step)
+            shown = s.render()
+            assert_same_image(region(shown, view), region(frames[step], view), artifacts / f"rewound{step}")
+        s.live()
+        assert view.camera == (100.0, -30.0, 2.0)  # the live camera is back
+        assert s.step(6)
+        want, _ = twin_of(view, copies[5])
+        assert_same_image(region(s.flush(), view), want, artifacts / "live")
