@@ -96,3 +96,39 @@ def test_rewind_redraws_a_kept_step_as_it_was_shown_on_a_discrete_device(artifac
         assert s.step(6)
         want, _ = twin_of(view, copies[5])
         assert_same_image(region(s.flush(), view), want, artifacts / "live")
+
+
+@pytest.mark.parametrize("memory", ["discrete", "cpu"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.uint8])
+def test_labels_that_change_are_read_in_place_each_frame(memory, dtype, artifacts):
+    import caliper_vk
+
+    empty = discrete.empty if memory == "discrete" else caliper_vk.empty
+    n = 301
+    pts, labels = empty((n, 3)), empty((n,), dtype)
+    with Session(window=False, size=SIZE, budget=None, history="1MB") as s:
+        panel = s.attach(pts, "pointcloud", name="emb", labels=labels, point_size_px=3)
+        view = panel.view
+        assert view.label_source is not None and len(panel.inputs) == 2
+        frames, copies = {}, {}
+        for step in range(1, 4):
+            rng = np.random.default_rng(step)
+            with panel.writing():
+                pts.copy_(moving(step, n))
+                classes = rng.integers(-1 if dtype == torch.int32 else 0, 3 + 2 * step, n)
+                labels.copy_(torch.from_numpy(classes).to(dtype))
+            with discrete.transfers() as t:
+                assert s.step(step)
+                frames[step] = s.flush().copy()
+            if panel.path == "zero-copy":
+                assert t.to_host == 0, t
+            copies[step] = (pts.cpu(), labels.cpu().numpy())
+            want, stats = twin_of(view, copies[step][0], labels=copies[step][1])
+            assert_same_image(region(frames[step], view), want, artifacts / f"step{step}")
+            assert view.stats == stats
+            seen = sorted({int(c) for c in copies[step][1] if c >= 0})
+            assert [i[0] for i in view.legend() if isinstance(i, tuple)] == [f"{c} " for c in seen]
+        s.rewind(2)
+        shown = s.render()
+        assert_same_image(region(shown, view), region(frames[2], view), artifacts / "rewound")
+        s.live()

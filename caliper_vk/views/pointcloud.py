@@ -129,6 +129,9 @@ class PointCloud(ViewBase):
         self.source = Source(np.zeros((0, 3), np.float32))
         self._params_of = None  # what the uploaded parameter block was computed from
         self.labels = self.values = None
+        # labels read in place (a tensor attached as labels=): a Source the shaders read each frame
+        self.label_source: Source | None = None
+        self._classes_seen = (0, 0, 0)  # its classes, as read back with the frame's counters
         self._classes = None  # (labels, their distinct classes) for the legend
         self.color_pass = "auto"  # see per_point()
         if positions is not None:
@@ -145,6 +148,7 @@ class PointCloud(ViewBase):
             raise ValueError("give labels or values, not both (colour comes from one of them)")
         n = pos.shape[0]
         self._set_source(Source(pos))
+        self._set_label_source(None)
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
@@ -163,12 +167,35 @@ class PointCloud(ViewBase):
                 "shapes with the heatmap or histogram view")
         n = source.shape[0]
         self._set_source(source)
+        self._set_label_source(None)
+        if isinstance(labels, Source):  # read in place, every frame (pointcloud_labels.comp)
+            if labels.dtype not in ("int32", "uint8") or labels.array.reshape(-1).shape[0] != n:
+                raise ValueError(f"labels read in place must be int32 or uint8 with one per point ({n}); "
+                                 f"got {labels.dtype} {labels.shape}")
+            self._set_label_source(labels)
+            labels = None
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
             self.values = as_float32(values, "values").reshape(-1)
             if self.values.shape[0] != n:
                 raise ValueError(f"values has {self.values.shape[0]} entries for {n} points")
+
+    def _set_label_source(self, source: Source | None) -> None:
+        old, self.label_source = self.label_source, source
+        if old is not None and old is not source:
+            old.close()
+        self._classes_seen = (0, 0, 0)
+        self._dirty.add("labels")
+
+    @property
+    def labelled(self) -> bool:
+        """Coloured by labels (host labels, or labels read in place)."""
+        return self.labels is not None or self.label_source is not None
+
+    def close(self) -> None:
+        self._set_label_source(None)
+        super().close()
 
     def _set_source(self, source: Source) -> None:
         self._replace_source(source)
@@ -215,7 +242,7 @@ class PointCloud(ViewBase):
         (:meth:`params_fitted` adds them as the twin computes them)."""
         n, dim = self.source.shape
         yaw, pitch, zoom = self.camera
-        mode = MODE_LABELS if self.labels is not None else (
+        mode = MODE_LABELS if self.labelled else (
             MODE_VALUES if self.values is not None else MODE_UNIFORM)
         vlo, vscale = 0.0, 0.0
         if mode == MODE_VALUES:
@@ -269,8 +296,8 @@ class PointCloud(ViewBase):
         """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
         twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
         :meth:`prepare` when the labels, values or value range change)."""
-        if self.labels is not None:
-            lab = self.labels[idx]
+        if self.labelled:
+            lab = self._host_labels()[idx]
             return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
                             np.uint32(PALETTE_BASE) + lab % np.uint32(len(self._palette))).astype(np.uint32)
         if self.values is not None:
@@ -282,7 +309,24 @@ class PointCloud(ViewBase):
         return np.full(len(idx), COLOR_UNIFORM, np.uint32)
 
     # -- drawable protocol ----------------------------------------------------------------
+    def _host_labels(self) -> np.ndarray:
+        """The labels as uint32 (NO_LABEL for a negative one): the host labels, or the host
+        array of the labels read in place (the twin's; for a GPU tensor, its attach-time copy)."""
+        if self.labels is not None:
+            return self.labels
+        return as_labels(self.label_source.array.reshape(-1), self.source.shape[0])
+
     def legend(self) -> list:
+        if self.label_source is not None:  # the classes the last frame read, from its counters
+            lo, hi, more = self._classes_seen
+            mask = lo | hi << 32
+            classes = [c for c in range(PC.CLASS_BITS) if mask >> c & 1]
+            if more or not 0 < len(classes) <= 20:
+                return [(f"{len(classes)}{'+' if more else ''} classes", chrome.DIM)] if mask or more else []
+            items = []
+            for c in classes:
+                items += [chrome.Swatch(int(self._palette[c % len(self._palette)])), (f"{c} ", chrome.DIM)]
+            return items
         if self.labels is not None:
             if self._classes is None or self._classes[0] is not self.labels:  # once per label set
                 self._classes = (self.labels, np.unique(self.labels[self.labels != NO_LABEL]))
@@ -325,10 +369,17 @@ class PointCloud(ViewBase):
         fit = None if self.bounds is None else self.bounds.tobytes()
         vr = self.value_range
         ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
+        lsrc = self.label_source
+        if lsrc is None:
+            lplace = None
+        elif lsrc.imported is not None and self._bound.get("labels") is lsrc.imported:
+            lplace = (lsrc.imported.offset, DTYPE_CODES[lsrc.dtype])
+        else:
+            lplace = self._input("labels", lsrc)[1:]
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
                id(self.labels), ranged, self.point_size_px, len(self._palette),
-               (tuple(self.background), tuple(self.color)), self.color_pass)
+               (tuple(self.background), tuple(self.color)), self.color_pass, lplace)
         self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             self.unchanged = same and src.current  # the same bytes: the same counters (ViewBase.unchanged)
@@ -337,11 +388,20 @@ class PointCloud(ViewBase):
         n = src.array.shape[0]
         self.shown = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
+        if lplace is not None:
+            p[PC.LBASE], p[PC.LDTYPE] = lplace
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
-        # the value range (VLO, VSCALE) change, never per frame
-        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]))
-        if self._dirty or colors_of != getattr(self, "_colors_of", None):
+        # the value range (VLO, VSCALE) change, never per frame; labels read in place: by the
+        # device, every frame (pointcloud_labels)
+        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]),
+                     lsrc is None)
+        if lsrc is not None:
+            if colors_of != getattr(self, "_colors_of", None) and "point_colors" in self._buffers:
+                self._buffers.pop("point_colors").close()  # the host's table: the device writes its own
+            self._buffer("point_colors", 4 * max(1, n), host_visible=False)
+            self._colors_of = colors_of
+        elif self._dirty or colors_of != getattr(self, "_colors_of", None):
             uniform = self.labels is None and self.values is None
             cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
             self._upload("point_colors", cidx)
@@ -351,9 +411,9 @@ class PointCloud(ViewBase):
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
-        self._buffer("stats", 16)
+        self._buffer("stats", 4 * PC.STATS_WORDS)
         self._buffer("box", 4 * PC.BOX_WORDS, host_visible=False)
-        fixed = self.bounds is not None
+        fixed = (self.bounds is not None, lsrc is not None)
         if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype), fixed):
             self.stale = True
         self._params_of = key
@@ -362,7 +422,7 @@ class PointCloud(ViewBase):
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
         SPEC_DIM, declared with the POINTCLOUD block): the words DTYPE, SIZE, MODE and DIM,
         folded into the pipeline when it is made."""
-        mode = MODE_LABELS if self.labels is not None else (
+        mode = MODE_LABELS if self.labelled else (
             MODE_VALUES if self.values is not None else MODE_UNIFORM)
         return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
@@ -392,11 +452,16 @@ class PointCloud(ViewBase):
         # the fit, on the device: the box of the finite points (unless fixed), then the words
         # of the parameter block that the splat and paint read (pointcloud_fit binds the block
         # as a storage buffer and writes them)
-        fixed = self.bounds is not None
+        fixed = (self.bounds is not None, self.label_source is not None)
         box = self._pipeline("pointcloud_bounds", ["uniform", "buffer", "buffer"], spec).bind(
             [b["params"], self._bound["positions"], b["box"]])
         fit = pipeline(self.device, "pointcloud_fit", ["buffer", "buffer"]).bind([b["params"], b["box"]])
         self._sets = [splat, color, box, fit]
+        labels = None
+        if fixed[1]:
+            labels = pipeline(self.device, "pointcloud_labels", ["uniform"] + ["buffer"] * 3).bind(
+                [b["params"], self._bound["labels"], b["point_colors"], b["stats"]])
+            self._sets.append(labels)
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
         rec.fill(b["box"], 0xFFFFFFFF)
@@ -405,8 +470,11 @@ class PointCloud(ViewBase):
             rec.fill_rect(b["background"], self.target, r.x, r.y, r.width, r.height)
         rec.barrier()
         rec.mark("pointcloud clears")
-        if n and not fixed:
+        if n and not fixed[0]:
             rec.dispatch(box, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and labels is not None:
+            rec.dispatch(labels, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and (labels is not None or not fixed[0]):
             rec.barrier()
         rec.dispatch(fit, 1)
         rec.barrier()
@@ -431,7 +499,9 @@ class PointCloud(ViewBase):
         self.stale = False
 
     def finish(self) -> None:
-        nonfinite, offscreen, bad_values, _ = self._stat_words(4)
+        nonfinite, offscreen, bad_values, *classes = self._stat_words(PC.STATS_WORDS)
+        if self.label_source is not None:
+            self._classes_seen = tuple(classes)
         n = self.source.array.shape[0]
         self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
                       "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}

@@ -172,6 +172,9 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     # device, in the frame, from the box of the finite points (pointcloud_bounds.comp) or from
     # the fixed box FLO..FHI when FIXED is 1; FITK is the scale at radius 1 (zoom * 0.45 * the
     # shorter panel side), from the host.
+    # Labels read in place (a tensor given as labels=): their byte offset and dtype code in the
+    # labels buffer; pointcloud_labels.comp turns them into point_colors[] in the frame.
+    "LBASE", "LDTYPE",
     "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
     ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
 ], constants={
@@ -183,6 +186,10 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
     "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
     "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
+    # labels read in place: which of the labels 0..63 occur (two bit words), and how many points
+    # have a label of 64 or more (the legend's classes, read back with the frame's counters)
+    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5", "STATS_WORDS": "6",
+    "CLASS_BITS": "64u",
     # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
     # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
     # fall by atomicMin), one fill clearing them.
