@@ -154,6 +154,11 @@ def test_labels_use_ten_distinct_colours():
     assert len(colours) == 10
 
 
+def test_bounds_must_be_finite_in_float32():
+    with pytest.raises(ValueError, match="must be finite float32 numbers"):
+        PointCloud(bounds=((0, 0, 0), (1e39, 1, 1)))
+
+
 def test_the_device_fit_writes_its_twins_words_and_is_the_float64_fit_to_float32_precision():
     """pointcloud_fit writes into the parameter block exactly the words of its twin
     (_pointfit.device_fit), at every scale float32 holds; and those are the box centre and half

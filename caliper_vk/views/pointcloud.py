@@ -123,6 +123,8 @@ class PointCloud(ViewBase):
         self.value_range = value_range
         self.background, self.color = background, color
         self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
+        if self.bounds is not None and not (np.abs(self.bounds) <= np.finfo(np.float32).max).all():
+            raise ValueError(f"bounds {bounds!r} must be finite float32 numbers (the fit is float32)")
         self._yaw, self._pitch = yaw_deg, pitch_deg
         self.zoom = float(zoom)
         self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
