@@ -132,3 +132,53 @@ def test_labels_that_change_are_read_in_place_each_frame(memory, dtype, artifact
         shown = s.render()
         assert_same_image(region(shown, view), region(frames[2], view), artifacts / "rewound")
         s.live()
+
+
+@pytest.mark.parametrize("memory", ["discrete", "cpu"])
+@pytest.mark.parametrize("value_range", ["auto", "symmetric", (-2.0, 5.0)])
+def test_values_that_change_are_read_in_place_and_coloured_by_the_frames_range(memory, value_range, artifacts):
+    import caliper_vk
+    from caliper_vk.views._source import Source
+
+    empty = discrete.empty if memory == "discrete" else caliper_vk.empty
+    n = 500
+    pts, values = empty((n, 3)), empty((n,))
+    with Session(window=False, size=SIZE, budget=None, history="1MB") as s:
+        panel = s.attach(pts, "pointcloud", name="emb", values=values, value_range=value_range,
+                         colormap="magma")
+        view = panel.view
+        assert view.value_source is not None and len(panel.inputs) == 2
+        frames = {}
+        for step in range(1, 4):
+            rng = np.random.default_rng(10 + step)
+            vals = (rng.normal(size=n) * 10.0 ** step + (-1) ** step * 5 * step).astype(np.float32)
+            if step == 1:
+                vals[::13] = np.nan  # coloured and counted as NaN, left out of the range
+            if step == 3:
+                vals[:] = 7.0  # a constant field: the range is widened about it
+            with panel.writing():
+                pts.copy_(moving(step, n))
+                values.copy_(torch.from_numpy(vals))
+            with discrete.transfers() as t:
+                assert s.step(step)
+                frames[step] = s.flush().copy()
+            if panel.path == "zero-copy":
+                assert t.to_host == 0, t
+            twin = PointCloud(yaw_deg=view._yaw, pitch_deg=view._pitch, value_range=value_range,
+                              colormap="magma")
+            twin.set_source(Source(pts.cpu().numpy()), values=Source(values.cpu().numpy()))
+            want, stats = twin.reference_with_stats(view.rect.width, view.rect.height)
+            assert_same_image(region(frames[step], view), want, artifacts / f"step{step}")
+            assert view.stats == stats
+            if isinstance(value_range, str):
+                lo, hi = view._vrange_seen  # the range this frame used, read back with its counters
+                finite = vals[np.isfinite(vals)]
+                m = np.abs(finite).max()
+                want = (finite.min(), finite.max()) if value_range == "auto" else (-m, m)
+                if value_range == "auto" and step == 3:
+                    want = (3.5, 10.5)  # 7 widened by half its magnitude each way
+                assert (lo, hi) == want
+                assert view.legend()  # drawn from those counters
+        s.rewind(2)
+        assert_same_image(region(s.render(), view), region(frames[2], view), artifacts / "rewound")
+        s.live()

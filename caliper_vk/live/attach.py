@@ -53,9 +53,10 @@ def attach_panel(session, name, tensors: dict, v, view, named: bool, extra: dict
                                              zero_copy=zero_copy, host_reason=host_reason,
                                              gpu=not named, sync=k == first)
             sources[k] = view_source(inputs[k])
-        if not named and view == "pointcloud" and _in_place(extra.get("labels")):
-            inputs["labels"], sources["labels"] = _labels_input(extra["labels"], device, name, zero_copy)
-            extra = {**extra, "labels": sources["labels"]}
+        for key in ("labels", "values"):  # a point cloud's labels and values, read in place
+            if not named and view == "pointcloud" and _in_place(key, extra.get(key)):
+                inputs[key], sources[key] = _further_input(extra[key], device, f"{name}.{key}", zero_copy)
+                extra = {**extra, key: sources[key]}
         if named:
             v.set_sources(sources)
         elif view == "pointcloud":
@@ -77,24 +78,28 @@ def attach_panel(session, name, tensors: dict, v, view, named: bool, extra: dict
                  ordered=session.sync)
 
 
-def _in_place(labels) -> bool:
-    """A point cloud's ``labels=`` that its shaders read in place: an int32 or uint8 tensor
-    (other integer tensors and host arrays are converted once, at attach)."""
-    return is_torch_tensor(labels) and str(labels.dtype) in ("torch.int32", "torch.uint8")
+IN_PLACE = {"labels": ("torch.int32", "torch.uint8"),
+            "values": ("torch.float32", "torch.float16", "torch.bfloat16")}
 
 
-def _labels_input(labels, device, name: str, zero_copy: bool):
-    """The live input of a point cloud's labels tensor and its source. Its writes are ordered
-    by the positions' sync (``panel.writing()`` covers both); a GPU tensor that would be
-    mirrored (a copy refreshed by its own sync) is staged instead: copied every frame."""
-    live = exporters.open_input(labels.reshape(-1), device, f"{name}.labels", zero_copy=zero_copy,
-                                sync=False)
+def _in_place(key: str, tensor) -> bool:
+    """A point cloud's ``labels=`` / ``values=`` that its shaders read in place: an int32 or
+    uint8 labels tensor, a float32, float16 or bfloat16 values tensor (other tensors and host
+    arrays are converted once, at attach)."""
+    return is_torch_tensor(tensor) and str(tensor.dtype) in IN_PLACE[key]
+
+
+def _further_input(tensor, device, name: str, zero_copy: bool):
+    """The live input of a point cloud's labels or values tensor, and its source. Its writes
+    are ordered by the positions' sync (``panel.writing()`` covers both); a GPU tensor that
+    would be mirrored (a copy refreshed by its own sync) is staged instead: copied every frame."""
+    live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, sync=False)
     if live.record.mirrored:
         if live.imported is not None:
             live.imported.close()
         live.close()
-        live = exporters.open_input(labels.reshape(-1), device, f"{name}.labels", zero_copy=zero_copy,
-                                    gpu=False, sync=False)
+        live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, gpu=False,
+                                    sync=False)
     return live, view_source(live)
 
 

@@ -1,9 +1,11 @@
 """The point cloud's fit and camera. The fit is computed on the device, in the frame that draws
 (``pointcloud_bounds.comp``: the box of the finite points by 32-bit atomics on orderable keys;
 ``pointcloud_fit.comp``: centre, scale and depth range from the box, without division): the host
-reads no element of the positions for it. :func:`device_box` and :func:`device_fit` are their
-numpy twins, the same float32 operations in the same order with the same flushes, so the twin
-of the view gets the very words the shaders wrote. :func:`rotation` is the host's camera.
+reads no element of the positions for it. Values read in place get their colour range the same
+way (``pointcloud_values.comp``, then the fit's invocation). :func:`device_box`,
+:func:`device_fit`, :func:`device_value_keys` and :func:`device_value_range` are their numpy
+twins, the same float32 operations in the same order with the same flushes, so the twin of the
+view gets the very words the shaders wrote. :func:`rotation` is the host's camera.
 """
 
 from __future__ import annotations
@@ -82,6 +84,43 @@ def device_fit(box, fixed, fitk: float) -> dict[int, int]:
         out[PC.ZMIN] = -r
         out[PC.DSCALE] = _f(F32(PC.DEPTH_MAX * 0.5) * inv)
     return {k: int(np.asarray(v, F32).view(U32)) for k, v in out.items()}
+
+
+def device_value_keys(values: np.ndarray) -> tuple[int, int]:
+    """``pointcloud_values.comp``'s two words for float32 values: the least orderable key of the
+    flushed finite values and the complement of the greatest; both 0xFFFFFFFF when none is finite."""
+    ok = _exact.classify(values) == _exact.FINITE
+    if not ok.any():
+        return 0xFFFFFFFF, 0xFFFFFFFF
+    keys = _exact.orderable(_exact.ftz(values[ok]))
+    return int(keys.min()), int(~keys.max())
+
+
+def device_value_range(keys, symmetric: bool) -> tuple[F32, F32, F32]:
+    """``pointcloud_fit.comp: value_range``: (lo, hi, VSCALE) for the value keys ``keys``
+    (:func:`device_value_keys`), the same float32 steps."""
+    lo, hi = F32(0), F32(1)
+    with np.errstate(all="ignore"):
+        if keys[0] != 0xFFFFFFFF:
+            lo = F32(_exact.from_orderable(U32(keys[0])))
+            hi = F32(_exact.from_orderable(~U32(keys[1])))
+            if symmetric:
+                m = max(abs(lo), abs(hi))
+                lo, hi = -m, m
+        w = _f(hi - lo)
+        if not w >= F32(1e-30):
+            pad = max(_f(abs(lo) * F32(0.5)), F32(0.5))
+            lo, hi = _f(lo - pad), _f(hi + pad)
+        d = _f(hi - lo)
+        vscale = F32(0)
+        if _exact.classify(d) == _exact.FINITE:
+            q = min(max(((int(np.asarray(d, F32).view(U32)) >> 23) & 0xFF) - 127, -126), 126)
+            dp = _f(d * _pow2(-q))
+            y = np.asarray(0x7EF311C3 - int(np.asarray(dp, F32).view(U32)), U32).view(F32)[()]
+            for _ in range(PC.RECIP_STEPS):
+                y = _f(y * _f(F32(2) - _f(dp * y)))
+            vscale = _f(F32(255) * _f(y * _pow2(-q)))
+    return F32(lo), F32(hi), F32(vscale)
 
 
 def radius_of(words: dict[int, int]) -> float:

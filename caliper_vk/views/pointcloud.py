@@ -26,7 +26,11 @@ corners fills 90% of the shorter panel side at ``zoom=1``). The fit is computed 
 frame that draws (``pointcloud_bounds``, then ``pointcloud_fit``, which writes the centre, scale and
 depth range into the parameter block the splat reads: see :mod:`._pointfit`), so it follows a tensor
 read in place wherever it lives, and the host reads no element of the positions per frame. The
-rotation is computed on the host in float64 and passed as float32.
+rotation is computed on the host in float64 and passed as float32. Labels and values attached as
+tensors (``caliper_vk.attach(..., labels=t)``) are read in place too: ``pointcloud_labels`` and
+``pointcloud_values_color`` make the per-point colour indices on the device each frame, an
+``"auto"``/``"symmetric"`` value range comes from ``pointcloud_values`` and the fit pass, and the
+legend shows the classes or range the frame used (read back with its counters).
 """
 
 from __future__ import annotations
@@ -35,17 +39,18 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import chrome, colormaps
+from .. import colormaps
 from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
-from ._pointfit import device_box, device_fit, rotation
+from ._pointcolor import PointColors
+from ._pointfit import device_box, device_fit, device_value_keys, device_value_range, rotation
+from ._pointtwin import PointCloudTwin
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
-NO_LABEL = 0xFFFFFFFF  # a negative label: drawn grey
 # The shaders' constants, from the block's one declaration (engine/shaders/params.py).
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = PC.MODE_UNIFORM, PC.MODE_LABELS, PC.MODE_VALUES
 KEY_COLOR_BITS, KEY_DEPTH_BITS, DEPTH_MAX = PC.KEY_COLOR_BITS, PC.KEY_DEPTH_BITS, PC.DEPTH_MAX
@@ -81,14 +86,7 @@ def _packed(background: tuple) -> int:
     return _exact.pack_rgba(background)
 
 
-def key_shade(keys: np.ndarray) -> np.ndarray:
-    """256 (nearest) down to 156 (farthest) from the depth level in a key's high bits
-    (``key_shade`` in pointcloud_color.glsl)."""
-    level = np.asarray(keys, np.uint32) >> np.uint32(KEY_COLOR_BITS)
-    return np.uint32(256) - ((level * np.uint32(101)) >> np.uint32(KEY_DEPTH_BITS))
-
-
-class PointCloud(ViewBase):
+class PointCloud(PointColors, PointCloudTwin, ViewBase):
     """A rotatable point cloud coloured by label, by value, or uniformly.
 
     Parameters
@@ -133,6 +131,10 @@ class PointCloud(ViewBase):
         self.labels = self.values = None
         # labels read in place (a tensor attached as labels=): a Source the shaders read each frame
         self.label_source: Source | None = None
+        # values read in place (a float tensor attached as values=); with a string value_range,
+        # the frame's range is the device's (pointcloud_values, pointcloud_fit)
+        self.value_source: Source | None = None
+        self._vrange_seen = None  # the (lo, hi) the last frame coloured by, from its counters
         self._classes_seen = (0, 0, 0)  # its classes, as read back with the frame's counters
         self._classes = None  # (labels, their distinct classes) for the legend
         self.color_pass = "auto"  # see per_point()
@@ -151,6 +153,7 @@ class PointCloud(ViewBase):
         n = pos.shape[0]
         self._set_source(Source(pos))
         self._set_label_source(None)
+        self._set_value_source(None)
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
@@ -178,25 +181,19 @@ class PointCloud(ViewBase):
             labels = None
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
-        if values is not None:
+        self._set_value_source(None)
+        if isinstance(values, Source):  # read in place, every frame (pointcloud_values*.comp)
+            if values.array.reshape(-1).shape[0] != n:
+                raise ValueError(f"values has {values.array.size} entries for {n} points")
+            self._set_value_source(values)
+        elif values is not None:
             self.values = as_float32(values, "values").reshape(-1)
             if self.values.shape[0] != n:
                 raise ValueError(f"values has {self.values.shape[0]} entries for {n} points")
 
-    def _set_label_source(self, source: Source | None) -> None:
-        old, self.label_source = self.label_source, source
-        if old is not None and old is not source:
-            old.close()
-        self._classes_seen = (0, 0, 0)
-        self._dirty.add("labels")
-
-    @property
-    def labelled(self) -> bool:
-        """Coloured by labels (host labels, or labels read in place)."""
-        return self.labels is not None or self.label_source is not None
-
     def close(self) -> None:
         self._set_label_source(None)
+        self._set_value_source(None)
         super().close()
 
     def _set_source(self, source: Source) -> None:
@@ -245,15 +242,19 @@ class PointCloud(ViewBase):
         n, dim = self.source.shape
         yaw, pitch, zoom = self.camera
         mode = MODE_LABELS if self.labelled else (
-            MODE_VALUES if self.values is not None else MODE_UNIFORM)
-        vlo, vscale = 0.0, 0.0
-        if mode == MODE_VALUES:
-            vlo, vhi = resolve_range(self.values, self.value_range)
+            MODE_VALUES if self.valued else MODE_UNIFORM)
+        vlo, vscale, vrange = 0.0, 0.0, PC.VRANGE_HOST
+        if mode == MODE_VALUES and self.device_range:  # pointcloud_fit writes VLO, VSCALE
+            vrange = PC.VRANGE_SYMMETRIC if self.value_range == "symmetric" else PC.VRANGE_AUTO
+        elif mode == MODE_VALUES:  # host values, or a fixed range
+            vlo, vhi = resolve_range(self.values if self.values is not None else np.zeros(0, F32),
+                                     self.value_range)
             vscale = lut_scale(vlo, vhi)
         p = PC.new()
         p[PC.N], p[PC.DIM], p[PC.W], p[PC.H] = n, dim, width, height
         p[PC.SIZE], p[PC.MODE], p[PC.NPAL] = self.point_size_px, mode, len(self._palette)
         p[PC.MARGIN] = MAX_POINT_SIZE
+        p[PC.VRANGE] = vrange
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
         f[PC.R0:PC.R0 + 9] = rotation(yaw, pitch).reshape(-1)
@@ -283,6 +284,10 @@ class PointCloud(ViewBase):
         box = device_box(self.positions) if fixed is None else None
         for k, v in device_fit(box, fixed, np.uint32(p[PC.FITK]).view(F32)).items():
             p[k] = v
+        if p[PC.VRANGE] != PC.VRANGE_HOST:
+            lo, _, vscale = device_value_range(device_value_keys(self._host_values()),
+                                               p[PC.VRANGE] == PC.VRANGE_SYMMETRIC)
+            p[PC.VLO], p[PC.VSCALE] = np.asarray([lo, vscale], F32).view(np.uint32)
         return p
 
     def _colors(self) -> np.ndarray:
@@ -294,56 +299,7 @@ class PointCloud(ViewBase):
             _exact.pack_rgba(c) for c in (NAN_COLOR, UNLABELLED, self.color)]
         return table
 
-    def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
-        twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
-        :meth:`prepare` when the labels, values or value range change)."""
-        if self.labelled:
-            lab = self._host_labels()[idx]
-            return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
-                            np.uint32(PALETTE_BASE) + lab % np.uint32(len(self._palette))).astype(np.uint32)
-        if self.values is not None:
-            v = self.values[idx]
-            ok = _exact.classify(v) == _exact.FINITE
-            lo, scale = np.uint32(p[PC.VLO]).view(F32), np.uint32(p[PC.VSCALE]).view(F32)
-            li = _exact.lut_index(_exact.ftz(np.where(ok, v, F32(0))), lo, scale, 255)
-            return np.where(ok, li, np.uint32(COLOR_NAN)).astype(np.uint32)
-        return np.full(len(idx), COLOR_UNIFORM, np.uint32)
-
     # -- drawable protocol ----------------------------------------------------------------
-    def _host_labels(self) -> np.ndarray:
-        """The labels as uint32 (NO_LABEL for a negative one): the host labels, or the host
-        array of the labels read in place (the twin's; for a GPU tensor, its attach-time copy)."""
-        if self.labels is not None:
-            return self.labels
-        return as_labels(self.label_source.array.reshape(-1), self.source.shape[0])
-
-    def legend(self) -> list:
-        if self.label_source is not None:  # the classes the last frame read, from its counters
-            lo, hi, more = self._classes_seen
-            mask = lo | hi << 32
-            classes = [c for c in range(PC.CLASS_BITS) if mask >> c & 1]
-            if more or not 0 < len(classes) <= 20:
-                return [(f"{len(classes)}{'+' if more else ''} classes", chrome.DIM)] if mask or more else []
-            items = []
-            for c in classes:
-                items += [chrome.Swatch(int(self._palette[c % len(self._palette)])), (f"{c} ", chrome.DIM)]
-            return items
-        if self.labels is not None:
-            if self._classes is None or self._classes[0] is not self.labels:  # once per label set
-                self._classes = (self.labels, np.unique(self.labels[self.labels != NO_LABEL]))
-            classes = self._classes[1]
-            if not 0 < len(classes) <= 20:
-                return [(f"{len(classes)} classes", chrome.DIM)] if len(classes) else []
-            items = []
-            for c in classes:
-                items += [chrome.Swatch(int(self._palette[c % len(self._palette)])), (f"{c} ", chrome.DIM)]
-            return items
-        if self.values is not None:
-            lo, hi = resolve_range(self.values, self.value_range)
-            return chrome.range_legend(lo, hi, self._lut)
-        return []
-
     def per_point(self, n: int | None = None) -> bool:
         """True when the colour pass runs per point (``pointcloud_paint``) rather than per
         pixel (``pointcloud_resolve``): the points' footprints cover well under the panel's
@@ -370,18 +326,16 @@ class PointCloud(ViewBase):
         same = not src.live
         fit = None if self.bounds is None else self.bounds.tobytes()
         vr = self.value_range
-        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
-        lsrc = self.label_source
-        if lsrc is None:
-            lplace = None
-        elif lsrc.imported is not None and self._bound.get("labels") is lsrc.imported:
-            lplace = (lsrc.imported.offset, DTYPE_CODES[lsrc.dtype])
-        else:
-            lplace = self._input("labels", lsrc)[1:]
+        lsrc, vsrc = self.label_source, self.value_source
+        ranged = None if self.values is None and vsrc is None else (
+            id(self.values), id(vsrc), vr if isinstance(vr, str) else tuple(vr))
+        # further inputs read in place (no call when there are none: this runs every frame)
+        lplace = None if lsrc is None else self._place("labels", lsrc)
+        vplace = None if vsrc is None else self._place("values", vsrc)
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
                id(self.labels), ranged, self.point_size_px, len(self._palette),
-               (tuple(self.background), tuple(self.color)), self.color_pass, lplace)
+               (tuple(self.background), tuple(self.color)), self.color_pass, lplace, vplace)
         self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             self.unchanged = same and src.current  # the same bytes: the same counters (ViewBase.unchanged)
@@ -392,13 +346,16 @@ class PointCloud(ViewBase):
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if lplace is not None:
             p[PC.LBASE], p[PC.LDTYPE] = lplace
+        if vplace is not None:
+            p[PC.VBASE], p[PC.VDTYPE] = vplace
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
         # the value range (VLO, VSCALE) change, never per frame; labels read in place: by the
         # device, every frame (pointcloud_labels)
+        on_device = lsrc is not None or vsrc is not None
         colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]),
-                     lsrc is None)
-        if lsrc is not None:
+                     on_device)
+        if on_device:
             if colors_of != getattr(self, "_colors_of", None) and "point_colors" in self._buffers:
                 self._buffers.pop("point_colors").close()  # the host's table: the device writes its own
             self._buffer("point_colors", 4 * max(1, n), host_visible=False)
@@ -415,7 +372,7 @@ class PointCloud(ViewBase):
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
         self._buffer("stats", 4 * PC.STATS_WORDS)
         self._buffer("box", 4 * PC.BOX_WORDS, host_visible=False)
-        fixed = (self.bounds is not None, lsrc is not None)
+        fixed = (self.bounds is not None, lsrc is not None, vsrc is not None, self.device_range)
         if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype), fixed):
             self.stale = True
         self._params_of = key
@@ -425,7 +382,7 @@ class PointCloud(ViewBase):
         SPEC_DIM, declared with the POINTCLOUD block): the words DTYPE, SIZE, MODE and DIM,
         folded into the pipeline when it is made."""
         mode = MODE_LABELS if self.labelled else (
-            MODE_VALUES if self.values is not None else MODE_UNIFORM)
+            MODE_VALUES if self.valued else MODE_UNIFORM)
         return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
     def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
@@ -454,16 +411,26 @@ class PointCloud(ViewBase):
         # the fit, on the device: the box of the finite points (unless fixed), then the words
         # of the parameter block that the splat and paint read (pointcloud_fit binds the block
         # as a storage buffer and writes them)
-        fixed = (self.bounds is not None, self.label_source is not None)
+        fixed = (self.bounds is not None, self.label_source is not None, self.value_source is not None,
+                 self.device_range)
         box = self._pipeline("pointcloud_bounds", ["uniform", "buffer", "buffer"], spec).bind(
             [b["params"], self._bound["positions"], b["box"]])
-        fit = pipeline(self.device, "pointcloud_fit", ["buffer", "buffer"]).bind([b["params"], b["box"]])
+        fit = pipeline(self.device, "pointcloud_fit", ["buffer"] * 3).bind([b["params"], b["box"], b["stats"]])
         self._sets = [splat, color, box, fit]
-        labels = None
+        # further inputs read in place: labels to colours; values' range, then values to colours
+        labels = vrange = vcolors = None
         if fixed[1]:
             labels = pipeline(self.device, "pointcloud_labels", ["uniform"] + ["buffer"] * 3).bind(
                 [b["params"], self._bound["labels"], b["point_colors"], b["stats"]])
             self._sets.append(labels)
+        if fixed[2]:
+            vcolors = pipeline(self.device, "pointcloud_values_color", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], self._bound["values"], b["point_colors"]])
+            self._sets.append(vcolors)
+        if fixed[3]:
+            vrange = pipeline(self.device, "pointcloud_values", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], self._bound["values"], b["box"]])
+            self._sets.append(vrange)
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
         rec.fill(b["box"], 0xFFFFFFFF)
@@ -476,10 +443,15 @@ class PointCloud(ViewBase):
             rec.dispatch(box, *groups_1d(-(-n // BOX_PER_INVOCATION)))
         if n and labels is not None:
             rec.dispatch(labels, *groups_1d(-(-n // BOX_PER_INVOCATION)))
-        if n and (labels is not None or not fixed[0]):
+        if n and vrange is not None:
+            rec.dispatch(vrange, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and (labels is not None or vrange is not None or not fixed[0]):
             rec.barrier()
         rec.dispatch(fit, 1)
         rec.barrier()
+        if n and vcolors is not None:  # by this frame's range, which the fit pass wrote
+            rec.dispatch(vcolors, *groups_1d(n))
+            rec.barrier()
         rec.mark("pointcloud fit")
         if n:
             rec.dispatch(splat, *groups_1d(n))
@@ -503,59 +475,9 @@ class PointCloud(ViewBase):
     def finish(self) -> None:
         nonfinite, offscreen, bad_values, *classes = self._stat_words(PC.STATS_WORDS)
         if self.label_source is not None:
-            self._classes_seen = tuple(classes)
+            self._classes_seen = tuple(classes[:3])
+        if self.value_source is not None and isinstance(self.value_range, str):  # device_range, inline
+            self._vrange_seen = tuple(float(v) for v in np.asarray(classes[3:5], np.uint32).view(F32))
         n = self.source.array.shape[0]
         self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
                       "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}
-
-    # -- the numpy twin --------------------------------------------------------------------
-    def reference(self, width: int, height: int) -> np.ndarray:
-        """The exact RGBA pixels the GPU produces for a ``width x height`` panel."""
-        rgba, _ = self.reference_with_stats(width, height)
-        return rgba
-
-    def reference_with_stats(self, width: int, height: int):
-        p = self.params_fitted(width, height)
-
-        def f(k):
-            return np.uint32(p[k]).view(F32)
-
-        pos = self.positions
-        n, dim = pos.shape
-        x, y = pos[:, 0], pos[:, 1]
-        z = pos[:, 2] if dim == 3 else np.zeros(n, F32)
-        finite = ((_exact.classify(x) == 0) & (_exact.classify(y) == 0)
-                  & (_exact.classify(z) == 0))
-        stats = {"points": n, "nonfinite": int((~finite).sum()), "offscreen": 0,
-                 "nonfinite_values": 0, "drawn": 0}
-        if self.values is not None:
-            stats["nonfinite_values"] = int((finite & (_exact.classify(self.values) != 0)).sum())
-        idx = np.nonzero(finite)[0]
-        x, y, z = x[finite], y[finite], z[finite]
-        ftz = _exact.ftz
-        with np.errstate(all="ignore"):
-            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC.CX), (y, PC.CY), (z, PC.CZ)))
-            q = [ftz(ftz(ftz(f(PC.R0 + 3 * r) * dx) + ftz(f(PC.R0 + 3 * r + 1) * dy))
-                     + ftz(f(PC.R0 + 3 * r + 2) * dz)) for r in range(3)]
-            sx = ftz(ftz(q[0] * f(PC.SCALE)) + f(PC.OX))
-            sy = ftz(ftz(q[1] * f(PC.NSCALE)) + f(PC.OY))
-            m = F32(p[PC.MARGIN])
-            near = (sx >= -m) & (sx < F32(width) + m) & (sy >= -m) & (sy < F32(height) + m)
-            ix = np.floor(np.where(near, sx, 0)).astype(np.int64)
-            iy = np.floor(np.where(near, sy, 0)).astype(np.int64)
-        inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
-        stats["offscreen"] = int((~inside).sum())
-        stats["drawn"] = int(inside.sum())
-        level = _exact.lut_index(ftz(-q[2]), f(PC.ZMIN), f(PC.DSCALE), DEPTH_MAX)
-        key = (level << np.uint32(KEY_COLOR_BITS)) | self.color_index(idx, p)
-        key, ix, iy = key[near], ix[near], iy[near]
-        depth = np.full(width * height, EMPTY, np.uint32)
-        for dxo, dyo in self._foot:
-            px, py = ix + dxo, iy + dyo
-            ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
-            np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
-        colors = np.full(width * height, p[PC.BG], np.uint32)
-        hit = depth != EMPTY
-        won = depth[hit]
-        colors[hit] = _exact.shade_rgba(self._colors()[won & KEY_COLOR_MASK], key_shade(won))
-        return _exact.unpack_rgba(colors).reshape(height, width, 4), stats

@@ -175,6 +175,11 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     # Labels read in place (a tensor given as labels=): their byte offset and dtype code in the
     # labels buffer; pointcloud_labels.comp turns them into point_colors[] in the frame.
     "LBASE", "LDTYPE",
+    # Values read in place (a float tensor given as values=): their byte offset and dtype code,
+    # and how VLO/VSCALE are made: VRANGE_HOST (fixed, from the host), VRANGE_AUTO or
+    # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
+    # BOX_VNOT_MAX, which pointcloud_values.comp reduces).
+    "VBASE", "VDTYPE", "VRANGE",
     "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
     ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
 ], constants={
@@ -188,16 +193,19 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
     # labels read in place: which of the labels 0..63 occur (two bit words), and how many points
     # have a label of 64 or more (the legend's classes, read back with the frame's counters)
-    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5", "STATS_WORDS": "6",
+    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5",
+    # values read in place with a device range: the (lo, hi) the frame coloured by (float bits)
+    "ST_VLO": "6", "ST_VHI": "7", "STATS_WORDS": "8",
     "CLASS_BITS": "64u",
     # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
     # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
     # fall by atomicMin), one fill clearing them.
-    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_WORDS": "6",
+    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_VMIN": "6", "BOX_VNOT_MAX": "7", "BOX_WORDS": "8",
+    "VRANGE_HOST": "0u", "VRANGE_AUTO": "1u", "VRANGE_SYMMETRIC": "2u",
     # The radius when the box has none (one point, none finite, a box too small or too large):
     # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
     "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
-    "NEWTON_STEPS": "3u",
+    "NEWTON_STEPS": "3u", "RECIP_STEPS": "4u",
 }, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
     ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
 ])
