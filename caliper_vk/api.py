@@ -9,10 +9,10 @@ every 10 steps. Make a ``Session`` yourself for any other arrangement.
 from __future__ import annotations
 
 import atexit
-import sys
 import threading
 
 from .live import Panel, Session, Status
+from ._log import logger
 
 _lock = threading.Lock()
 _session: Session | None = None
@@ -32,8 +32,7 @@ def session() -> Session:
                 _session = Session(window=True)
             else:
                 _session = Session(window=False, out_dir="caliper-frames", save_every=10)
-                print("caliper: no display; writing a frame every 10 steps to caliper-frames/",
-                      file=sys.stderr)
+                logger.info("no display; writing a frame every 10 steps to caliper-frames/")
             atexit.register(_session.close)
         return _session
 

@@ -89,8 +89,27 @@ def _size(text: str) -> tuple[int, int]:
 def cmd_doctor(args) -> int:
     from .doctor import report
 
-    print(report())
-    return 0
+    if not args.selftest:
+        if args.quick or args.require or args.report != "caliper-selftest.json":
+            raise UserError("--quick, --require and --report are options of --selftest")
+        print(report())
+        return 0
+    from . import selftest
+
+    text = report()
+    print(text)
+    kind = "smoke test" if args.quick else "self-test"
+    try:
+        result = selftest.run(quick=args.quick, require=args.require)
+    except RuntimeError as exc:  # the backend asked for is absent: the one line says so
+        print(f"caliper {kind}: FAILED | {exc}")
+        return 1
+    result.doctor = text
+    json_path, txt_path = result.write(args.report)
+    print(f"caliper: report written to {json_path} and {txt_path} (no user or host names in it: "
+          "attach both to a bug report)")
+    print(result.summary_line())
+    return 0 if result.passed else 1
 
 
 def cmd_render(args) -> int:
@@ -178,7 +197,7 @@ def cmd_demo(args) -> int:
         width, height = _size(args.size or "1000x720")
         summary = digits.run(out_dir=args.out or "out/digits", steps=600 if steps is None else steps,
                              every=args.every, width=width, height=height,
-                             window=False if args.headless else None)
+                             window=False if args.headless else None, device=args.device)
         return 130 if summary["interrupted"] else 0
     if args.name == "gpt":
         from .demos import gpt, shakespeare
@@ -188,7 +207,7 @@ def cmd_demo(args) -> int:
             summary = gpt.run(out_dir=args.out or "out/gpt", steps=1500 if steps is None else steps,
                               every=args.every, width=width, height=height, text_path=args.text,
                               sample_every=100 if args.sample_every is None else args.sample_every,
-                              window=False if args.headless else None)
+                              window=False if args.headless else None, device=args.device)
         except shakespeare.TextUnavailableError as exc:
             raise UserError(str(exc)) from None
         return 130 if summary["interrupted"] else 0
@@ -270,9 +289,24 @@ def _serve_view(runs, options, args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caliper", description=(
         "Caliper: watch a network's internal state in the same frame it was computed."))
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"caliper {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support")
+    p = sub.add_parser("doctor", help="list Vulkan devices and the transfer paths they support; "
+                       "--selftest checks every view byte for byte on this machine's GPU")
+    p.add_argument("--selftest", action="store_true",
+                   help="run the self-test (every view in every dtype against its numpy twin on this "
+                   "device, a writer racing the renderer, a timing of each transfer path) and write a "
+                   "report to attach to a bug report")
+    p.add_argument("--quick", action="store_true",
+                   help="--selftest: only the smoke test (one frame of each view, under a minute)")
+    p.add_argument("--require", choices=["cuda", "mps"],
+                   help="--selftest: fail unless this backend is used (the hardware scripts)")
+    p.add_argument("--report", default="caliper-selftest.json",
+                   help="--selftest: the report's JSON path; a .txt summary is written beside it "
+                   "(default caliper-selftest.json)")
     p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, or a run's array probes "
@@ -309,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", help="window or frame size WIDTHxHEIGHT (default: digits 1000x720, "
                    "gpt 1200x860)")
     p.add_argument("--headless", action="store_true", help="render offscreen even with a display")
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "mps", "cpu"],
+                   help="train and draw on this torch device (default auto: cuda, else mps, else cpu); "
+                   "on cuda the drawn tensors are VRAM shared with Vulkan, on mps MTLBuffers")
     p.add_argument("--text", help="gpt: train on this text file instead of Shakespeare's plays")
     p.add_argument("--sample-every", type=int, help="gpt: new samples every N steps (default 100)")
     p.set_defaults(func=cmd_demo)

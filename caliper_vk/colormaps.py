@@ -5,11 +5,12 @@ Nothing is hand-typed: continuous maps are matplotlib colormaps sampled at
 matplotlib's qualitative maps (``tab10`` is the default: ten clearly distinct
 colours). The GPU and the numpy twins index the same packed tables.
 
-The named maps below are baked into ``caliper_vk/assets/colormaps.npz`` by the
-build (``setup.py``), as the glyph atlas is, so opening a view or the dashboard
-does not import matplotlib (about 0.3 s and 30 MB); a source checkout bakes the
-file on first use. Any other matplotlib colormap name is sampled from matplotlib
-at first use.
+The named maps below ship prebuilt in ``caliper_vk/assets/colormaps.npz`` (kept
+in the repository; ``bake()`` rewrites it from matplotlib, and a test checks it
+still equals matplotlib's sampling), so neither the build nor opening a view or
+the dashboard needs matplotlib (about 0.3 s and 30 MB). matplotlib is optional:
+any other of its colormap names is sampled from it at first use when it is
+installed (``pip install matplotlib``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ class UnknownColormapError(ValueError):
 
 
 def _registry():
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        raise UnknownColormapError(
+            f"colormaps beyond the built-in ones ({', '.join(SEQUENTIAL + DIVERGING)}) come from "
+            "matplotlib, which is not installed: pip install matplotlib") from None
     return matplotlib.colormaps
 
 
@@ -68,7 +73,7 @@ def _baked() -> dict[str, np.ndarray]:
         if attempt == 0:
             try:
                 bake(ASSET)
-            except OSError:  # a read-only install without the baked file: sample as needed
+            except (OSError, UnknownColormapError):  # read-only, or no matplotlib: sample as needed
                 break
     return {}
 

@@ -6,7 +6,10 @@ hides and lowers, and for that device each transfer path a panel could get:
 host-pointer import, opaque-FD import, timeline semaphores, CUDA interop and
 Metal interop — with the reason whenever one is unavailable — and the shader
 features the built-in views need (read from their SPIR-V, so the report
-cannot drift from the shaders).
+cannot drift from the shaders). When the machine has an NVIDIA GPU but Vulkan lists no NVIDIA
+device, it says why (a container without the ``graphics`` capability, a compute-only driver) and
+the fix (:mod:`caliper_vk.engine.icd`). ``caliper doctor --selftest`` adds evidence: the checks
+of :mod:`caliper_vk.selftest` run on this device, saved as a report to attach to a bug report.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import platform
 from dataclasses import dataclass
 
 from .engine import Instance, limits, shaders
+from .engine.icd import missing_nvidia_icd
 from .engine.instance import DEVICE_ENV, FAST_MATH_ENV, VALIDATION_LAYER, validation_layer_available
 from .engine.profiles import PROFILE_ENV, PROFILES
 
@@ -153,6 +157,21 @@ def profile_lines(profile, info) -> list[str]:
     return lines
 
 
+def held_memory() -> str:
+    """The device memory Caliper holds in this process (its default device), in one line."""
+    from .engine import canvas
+
+    device = canvas._default_device
+    if device is None or device.handle is None:
+        return ("device memory Caliper holds in this process: none yet (a live session holds its "
+                "canvas, one copy per on-device-copy panel and its history, 64 MB by default; its "
+                "status line shows the total on a GPU)")
+    stats = device.memory_stats
+    return (f"device memory Caliper holds in this process: {stats['allocated_bytes'] / 1e6:.1f} MB in "
+            f"{stats['allocations']} allocations, and {stats['imported_bytes'] / 1e6:.1f} MB of tensors "
+            "imported in place")
+
+
 def report() -> str:
     """The doctor's text report (raises NoDeviceError with advice when Vulkan is absent)."""
     lines = []
@@ -162,11 +181,15 @@ def report() -> str:
         for d in devices:
             lines.append(f"  [{d.index}] {d.name} ({d.kind}), driver {d.driver_name} "
                          f"{d.driver_info}, Vulkan {d.api_version}")
+        gap = missing_nvidia_icd(devices)
+        if gap:
+            lines.append(f"  [ no] NVIDIA Vulkan driver: {gap}")
         chosen = inst.select()
         lines.append(f"Caliper uses: [{chosen.index}] {chosen.name} "
                      f"(set {DEVICE_ENV} to choose another)")
         lines.append(f"  device UUID {chosen.device_uuid.hex()}, "
                      f"maxStorageBufferRange {chosen.max_storage_buffer_range} B")
+        lines.append(f"  {held_memory()}")
         lines += profile_lines(inst.profile, chosen)
         lines.append("Transfer paths and features:")
         for cap in capabilities(chosen):

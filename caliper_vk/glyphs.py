@@ -2,9 +2,10 @@
 
 ``bake()`` renders a fixed character set — printable ASCII, Latin-1, Latin
 Extended-A, Greek, and the punctuation and symbols the panels use (``… – —
-≤ ≥ → × ± ■`` …) — with FreeType through Pillow into fixed cells of a
-monospaced font (DejaVu Sans Mono when installed, else Pillow's bundled font)
-as 8-bit coverage. Any other character shows as ``?``. The build
+≤ ≥ → × ± ■`` …) — with FreeType through Pillow into fixed cells of DejaVu Sans Mono,
+which the repository ships (``assets/fonts/``, under its own licence,
+``LICENSE-DejaVu.txt``), so every build makes the same atlas whatever fonts the
+build machine has, as 8-bit coverage. Any other character shows as ``?``. The build
 (``setup.py``) bakes it into ``caliper_vk/assets/glyphs.npz``, which the wheel
 ships; a source checkout bakes it on first use, and again when the character
 set changes. Shaders and the numpy twins blend with integers only
@@ -22,12 +23,7 @@ import numpy as np
 ASSET = Path(__file__).resolve().parent / "assets" / "glyphs.npz"
 FIRST, LAST = 32, 126  # printable ASCII: glyph index = code - FIRST
 SIZE = 13
-FONT_CANDIDATES = (
-    "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
-    "/usr/share/fonts/truetype/noto/NotoSansMono-Regular.ttf",
-    "/System/Library/Fonts/Menlo.ttc",
-    "C:/Windows/Fonts/consola.ttf",
-)
+FONT = Path(__file__).resolve().parent / "assets" / "fonts" / "DejaVuSansMono.ttf"
 SYMBOLS = "‐–—‘’‚“”„†‡•…‰′″‹›€™←↑→↓↔↵⇒∂∆∏∑−√∞∫≈≠≤≥⊙■□▪▬▲►▼◄●○◆█▌▐░▒▓"
 
 
@@ -60,10 +56,11 @@ def _lookup() -> np.ndarray:
 def _font():
     from PIL import ImageFont
 
-    for path in FONT_CANDIDATES:
-        if Path(path).exists():
-            return ImageFont.truetype(path, SIZE), Path(path).name
-    return ImageFont.load_default(size=SIZE), "Pillow default font"
+    if not FONT.is_file():
+        raise FileNotFoundError(f"the glyph atlas's font {FONT} is missing: it ships in the source "
+                                "tree and the sdist; restore it from the repository (git checkout -- "
+                                f"{FONT.name}) or reinstall caliper-vk")
+    return ImageFont.truetype(str(FONT), SIZE), FONT.name
 
 
 def bake(path: Path = ASSET) -> Path:

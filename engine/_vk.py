@@ -18,12 +18,14 @@ passed with their ``sType`` set (its auto-created ones have ``sType=0``).
 
 from __future__ import annotations
 
+import itertools
 import re
 import weakref
 from functools import lru_cache
 
-import vulkan as vk
-import itertools
+from .loader import import_vulkan
+
+vk = import_vulkan()  # the loader found by the engine (macOS: Homebrew, VULKAN_SDK) before vulkan loads
 
 ffi = vk.ffi
 WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF

@@ -52,6 +52,7 @@ class ComputePipeline:
         unknown = [b for b in self.bindings if b not in _KINDS]
         if unknown:
             raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
+        spirv = limits.fit_rounding_mode(device.info, spirv)
         limits.check_pipeline(device.info, spirv, self.bindings, name)
         self.specialization = dict(specialization or {})
         spec = _specialization_info(self.specialization) if self.specialization else None

@@ -106,6 +106,8 @@ class Device:
         if family is None:
             raise NoDeviceError(f"{info.name} has no compute queue")
         self.queue_family = family
+        # the queue can write timestamps (VUID-vkCmdWriteTimestamp-timestampValidBits-00829)
+        self.timestamps = families[family].timestampValidBits > 0
         # A swapchain needs the instance's surface extension (a windowed session asks for it).
         has_surface = "VK_KHR_surface" in self.instance.extensions
         self.extensions = tuple(e for e in OPTIONAL_DEVICE_EXTENSIONS if info.has(e)

@@ -9,11 +9,13 @@ test can fail on exactly the call that caused one, and, when
 ``CALIPER_VK_VALIDATION_LOG`` names a file, appended to it as ``pid<TAB>message``
 lines (how the test suite counts the errors of the processes it starts).
 
-Device choice: a discrete GPU first, then an integrated one, then any other
-(lavapipe is a "CPU" device). ``CALIPER_VK_DEVICE`` forces the choice: an
-index into the enumeration order, or a case-insensitive substring of the
-device name (``llvmpipe``, ``nvidia``), or one of ``discrete``, ``integrated``,
-``cpu``.
+Device choice: ``CALIPER_VK_DEVICE`` forces it: an index into the enumeration
+order, or a case-insensitive substring of the device name (``llvmpipe``,
+``nvidia``), or one of ``discrete``, ``integrated``, ``cpu``. Otherwise the
+device whose ``deviceUUID`` a preference in :data:`UUID_PREFERENCES` names (the
+package adds torch's current CUDA device, so every rank of a multi-GPU job
+draws on its own GPU); otherwise a discrete GPU first, then an integrated one,
+then any other (lavapipe is a "CPU" device).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import vulkan as vk
 
 from . import profiles
 from ._vk import api_version, chain, cstr, ffi, instance_proc, new, version_str
+from .loader import no_vulkan_hint
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 DEVICE_ENV = "CALIPER_VK_DEVICE"
@@ -119,6 +122,24 @@ def validation_requested() -> bool:
     return os.environ.get(VALIDATION_ENV, "") not in ("", "0", "false", "no")
 
 
+# Callables () -> bytes | None, asked in order when nothing forces the device choice: the first
+# UUID one returns that a device has picks it. caliper_vk.exporters adds torch's current CUDA
+# device (the engine knows nothing of torch); a preference that raises is skipped.
+UUID_PREFERENCES: list = []
+
+
+def preferred_uuid() -> bytes | None:
+    """The first device UUID a :data:`UUID_PREFERENCES` entry names, or None."""
+    for preference in list(UUID_PREFERENCES):
+        try:
+            uuid = preference()
+        except Exception:  # no driver, no bindings: no preference
+            uuid = None
+        if uuid:
+            return bytes(uuid)
+    return None
+
+
 @dataclass
 class PhysicalDeviceInfo:
     """What a physical device is and what it can do (read, never changed).
@@ -166,11 +187,10 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
     exts = frozenset(e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(handle, None))
     ids = new("VkPhysicalDeviceIDProperties")
     driver = new("VkPhysicalDeviceDriverProperties")
+    floats = new("VkPhysicalDeviceFloatControlsProperties")  # core in Vulkan 1.2
     host = new("VkPhysicalDeviceExternalMemoryHostPropertiesEXT")
-    if "VK_EXT_external_memory_host" in exts:
-        chain(ids, driver, host)
-    else:
-        chain(ids, driver)
+    chain(ids, driver, *([floats] if props.apiVersion >= api_version(1, 2) else []),
+          *([host] if "VK_EXT_external_memory_host" in exts else []))
     props2 = new("VkPhysicalDeviceProperties2", pNext=ids)
     vk.vkGetPhysicalDeviceProperties2(handle, props2)
     f12 = new("VkPhysicalDeviceVulkan12Features")
@@ -181,7 +201,9 @@ def _query(handle, index: int) -> PhysicalDeviceInfo:
     kind = _TYPE_NAMES.get(props.deviceType, "other")
     features = {"timelineSemaphore": bool(f12.timelineSemaphore),
                 "shaderBufferInt64Atomics": bool(f12.shaderBufferInt64Atomics),
-                "shaderInt64": bool(feats.features.shaderInt64)}
+                "shaderInt64": bool(feats.features.shaderInt64),
+                # a property, kept with the features: RoundingModeRTE for 32-bit floats (limits.py)
+                "shaderRoundingModeRTEFloat32": bool(floats.shaderRoundingModeRTEFloat32)}
     limit_values = {}
     for name in profiles.LIMIT_NAMES:
         value = getattr(limits, name)
@@ -300,7 +322,7 @@ class Instance:
         except vk.VkError as exc:
             raise NoDeviceError(
                 f"could not create a Vulkan instance ({type(exc).__name__}); is a Vulkan driver "
-                "installed? Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers"
+                f"installed? {no_vulkan_hint()}"
             ) from exc
         self._messenger = None
         if messenger_info is not None:
@@ -330,17 +352,22 @@ class Instance:
         return self._devices
 
     def select(self, choice: str | None = None) -> PhysicalDeviceInfo:
-        """Pick a device: ``choice``, else ``CALIPER_VK_DEVICE``, else best kind."""
+        """Pick a device: ``choice``, else ``CALIPER_VK_DEVICE``, else the preferred UUID's
+        (:func:`preferred_uuid`), else the best kind."""
         devices = [d for d in self.physical_devices() if d.api_version_int >= api_version(1, 2)]
         if not devices:
             names = [f"{d.name} (Vulkan {d.api_version})" for d in self.physical_devices()]
             raise NoDeviceError(
                 "no Vulkan 1.2 device found"
                 + (f"; found only {names}" if names else "")
-                + ". Debian/Ubuntu: apt-get install mesa-vulkan-drivers gives lavapipe, a CPU device"
+                + f". {no_vulkan_hint()}"
             )
         choice = choice if choice is not None else os.environ.get(DEVICE_ENV) or None
         if choice is None:
+            uuid = preferred_uuid()
+            for d in devices:
+                if uuid is not None and bytes(d.device_uuid) == uuid:
+                    return d
             return min(devices, key=lambda d: (_PREFERENCE[d.kind], d.index))
         text = choice.strip().lower()
         if text.isdigit():

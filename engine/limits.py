@@ -16,6 +16,9 @@ import numpy as np
 SPIRV_MAGIC = 0x07230203
 _OP_CAPABILITY, _OP_EXECUTION_MODE = 17, 16
 _MODE_LOCAL_SIZE = 17
+# SPIR-V RoundingModeRTE: the capability and the execution mode (operand: the float width)
+CAP_ROUNDING_MODE_RTE, MODE_ROUNDING_MODE_RTE = 4467, 4462
+RTE_FEATURE = "shaderRoundingModeRTEFloat32"
 # SPIR-V capability -> (the Vulkan feature that allows it, what it is)
 CAPABILITY_FEATURES = {
     11: ("shaderInt64", "64-bit integers"),
@@ -50,6 +53,32 @@ def spirv_requirements(spirv: bytes) -> tuple[set, tuple | None]:
             local = tuple(int(w) for w in words[i + 3:i + 6])
         i += count
     return caps, local
+
+
+def fit_rounding_mode(info, spirv: bytes) -> bytes:
+    """``spirv`` as this device can take it: the built-in shaders declare round-to-nearest-even
+    for 32-bit floats (``RoundingModeRTE``, engine/shaders/common.glsl); a device whose
+    ``shaderRoundingModeRTEFloat32`` is false would reject the module, so the capability and
+    the execution mode are removed and the driver rounds its own way (docs/determinism.md).
+    Unchanged when the device takes the mode or the module does not declare it."""
+    if info.features.get(RTE_FEATURE, False):
+        return spirv
+    words = np.frombuffer(bytes(spirv), dtype=np.uint32)
+    if len(words) < 5 or words[0] != SPIRV_MAGIC:
+        raise ValueError("not a SPIR-V module (bad magic number)")
+    keep, i, dropped = [words[:5]], 5, False
+    while i < len(words):
+        op, count = int(words[i]) & 0xFFFF, int(words[i]) >> 16
+        if count == 0:
+            raise ValueError(f"malformed SPIR-V: zero-length instruction at word {i}")
+        rte = ((op == _OP_CAPABILITY and int(words[i + 1]) == CAP_ROUNDING_MODE_RTE)
+               or (op == _OP_EXECUTION_MODE and int(words[i + 2]) == MODE_ROUNDING_MODE_RTE))
+        if rte:
+            dropped = True
+        else:
+            keep.append(words[i:i + count])
+        i += count
+    return np.concatenate(keep).tobytes() if dropped else spirv
 
 
 def _who(info) -> str:

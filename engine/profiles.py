@@ -139,7 +139,7 @@ PROFILES = {
         Profile(
             name="minimal",
             summary="Vulkan 1.2 core with timeline semaphores and shaderInt64, nothing else optional",
-            features=frozenset({"shaderBufferInt64Atomics"}),
+            features=frozenset({"shaderBufferInt64Atomics", "shaderRoundingModeRTEFloat32"}),
             keep_only=frozenset({"VK_KHR_swapchain"}),
             limits=_MINIMAL_LIMITS,
             api_version=(1, 2),

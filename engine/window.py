@@ -38,6 +38,7 @@ from .compute import ComputePipeline
 from .device import Device
 from .image import StorageImage, subresource_range
 from .instance import Instance, NoDeviceError
+from .loader import share_with_glfw
 from .memory import Buffer
 
 PREFERRED_FORMATS = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_R8G8B8A8_UNORM,
@@ -176,6 +177,7 @@ class Window:
 
     def __init__(self, size, title: str = "Caliper", device: Device | None = None):
         glfw = _glfw()
+        share_with_glfw(glfw)  # one loader for the window and the engine (before glfw.init)
         if not glfw.init():
             raise NoDeviceError("GLFW could not initialise a display (is DISPLAY or WAYLAND_DISPLAY "
                                 "set and reachable?); use an offscreen session (window=False)")

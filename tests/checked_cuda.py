@@ -31,6 +31,7 @@ that reports ``device`` ``cuda:0`` (:class:`CudaStandIn`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import itertools
@@ -38,8 +39,12 @@ import os
 import threading
 
 import numpy as np
+import pytest
 import torch
-from cuda.bindings import driver as real
+
+# cuda-bindings has no macOS wheel (requirements-dev.txt marks it off there): the tests that use
+# this stand-in skip, and say why, where it is not installed
+real = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed (no macOS wheels)")
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
@@ -102,6 +107,10 @@ SIGNATURES = {  # the C API's parameters, as the real bindings type them
     "cuSignalExternalSemaphoresAsync": (ListOf(D.CUexternalSemaphore),
                                         ListOf(D.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS), int, D.CUstream),
     "cuDestroyExternalSemaphore": (D.CUexternalSemaphore,),
+    "cuStreamQuery": (D.CUstream,),
+    "cuStreamIsCapturing": (D.CUstream,),
+    "cuStreamCreate": (int,),
+    "cuStreamDestroy": (D.CUstream,),
     "cuMemGetAllocationGranularity": (D.CUmemAllocationProp, D.CUmemAllocationGranularity_flags),
     "cuMemCreate": (int, D.CUmemAllocationProp, int),
     "cuMemAddressReserve": (int, int, int, int),
@@ -158,11 +167,17 @@ class CheckedDriver:
     current stream has.
     """
 
-    def __init__(self, vk_device, uuid: bytes | None = None, fail: dict | None = None, stream: int = 0x5EED):
+    def __init__(self, vk_device, uuid: bytes | None = None, fail: dict | None = None, stream: int = 0x5EED,
+                 gpus: list | None = None):
         self.vk_device = vk_device
         self.uuid = bytes(uuid if uuid is not None else vk_device.info.device_uuid)
+        # more GPUs (their UUIDs, by physical ordinal; the first is the one above): the driver's
+        # ordinals are those CUDA_VISIBLE_DEVICES leaves, in its order; only the first has a context
+        self.gpus = [self.uuid, *(bytes(g) for g in gpus or [])]
         self.fail = dict(fail or {})
         self.stream = stream
+        self.capturing = False  # torch's stream is capturing a CUDA graph
+        self.streams: set[int] = set()  # streams made with cuStreamCreate (and not destroyed)
         self.log: list[tuple] = []
         self.check_real = not driver_installed()
         self._ids = itertools.count(0x7F000000, 0x100)
@@ -229,16 +244,29 @@ class CheckedDriver:
             raise ArgumentError("cuInit flags must be 0")
         return ()
 
+    def visible(self) -> list[int]:
+        """The physical ordinals the driver lists, in its order (``CUDA_VISIBLE_DEVICES``)."""
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if env is None:
+            return list(range(len(self.gpus)))
+        out = []
+        for item in env.split(","):  # the driver stops at the first entry it cannot use
+            if not item.strip().isdigit() or int(item) >= len(self.gpus):
+                break
+            out.append(int(item))
+        return out
+
     def _cuDeviceGet(self, ordinal):
-        if ordinal != 0:  # one GPU here
+        visible = self.visible()
+        if not 0 <= ordinal < len(visible):
             raise _FailError(D.CUresult.CUDA_ERROR_INVALID_DEVICE)
-        return D.CUdevice(0)
+        return D.CUdevice(visible[ordinal])
 
     def _cuDevicePrimaryCtxRetain(self, dev):
         return D.CUcontext(0xC0000 + int(dev))
 
     def _cuDeviceGetUuid(self, dev):
-        return _uuid(self.uuid)
+        return _uuid(self.gpus[int(dev)])
 
     def _cuCtxPushCurrent(self, ctx):
         if int(ctx) != 0xC0000:
@@ -364,9 +392,12 @@ class CheckedDriver:
     def _semaphore_op(self, name, sems, params, count, stream):
         if count != len(sems) or count != len(params) or count < 1:
             raise ArgumentError(f"{name}: numExtSems {count} for {len(sems)} semaphores, {len(params)} params")
-        if int(stream) != self.stream:
+        if int(stream) != self.stream and int(stream) not in self.streams:
             raise ArgumentError(f"{name} on stream {int(stream):#x}, not torch's current stream "
-                                f"{self.stream:#x}")
+                                f"{self.stream:#x} nor one made with cuStreamCreate")
+        if self.capturing and int(stream) == self.stream:
+            raise ArgumentError(f"{name} queued during CUDA graph capture: its value would be baked "
+                                "into the graph")
         out = []
         for sem, p in zip(sems, params, strict=True):
             state = self.semaphores.get(int(sem))
@@ -403,6 +434,41 @@ class CheckedDriver:
             raise ArgumentError("cuDestroyExternalSemaphore of a destroyed or unknown semaphore")
         os.close(state["fd"])
         return ()
+
+    # -- streams: each is the calling thread, so queued work is already done ------------------
+    def _known_stream(self, name, stream):
+        if int(stream) != self.stream and int(stream) not in self.streams:
+            raise ArgumentError(f"{name} of an unknown or destroyed stream {int(stream):#x}")
+
+    def _cuStreamQuery(self, stream):
+        self._known_stream("cuStreamQuery", stream)
+        return ()  # CUDA_SUCCESS: nothing queued is left (a real driver may say NOT_READY)
+
+    def _cuStreamIsCapturing(self, stream):
+        self._known_stream("cuStreamIsCapturing", stream)
+        capturing = self.capturing and int(stream) == self.stream
+        return D.CUstreamCaptureStatus(1 if capturing else 0)
+
+    def _cuStreamCreate(self, flags):
+        if flags not in (0, int(D.CUstream_flags.CU_STREAM_NON_BLOCKING)):
+            raise ArgumentError(f"cuStreamCreate flags {flags}")
+        stream = next(self._ids)
+        self.streams.add(stream)
+        return D.CUstream(stream)
+
+    def _cuStreamDestroy(self, stream):
+        if int(stream) not in self.streams:
+            raise ArgumentError("cuStreamDestroy of a stream not made by cuStreamCreate, or destroyed")
+        self.streams.discard(int(stream))
+        return ()
+
+    def flushes(self) -> int:
+        """How many queued semaphore operations were followed by a ``cuStreamQuery`` of their
+        stream (what submits them under WDDM)."""
+        calls, n = self.calls(), 0
+        for before, after in itertools.pairwise(calls):
+            n += before.endswith("SemaphoresAsync") and after == "cuStreamQuery"
+        return n
 
     # -- VMM: cuMemCreate memory, backed by exportable lavapipe memory --------------------------
     def _check_prop(self, name, prop):
@@ -503,7 +569,7 @@ class CheckedDriver:
     def leaks(self) -> dict:
         return {k: len(v) for k, v in (("memories", self.memories), ("mappings", self.mappings),
                                        ("semaphores", self.semaphores), ("allocations", self.allocations),
-                                       ("reservations", self.reservations)) if v}
+                                       ("reservations", self.reservations), ("streams", self.streams)) if v}
 
     def calls(self) -> list[str]:
         """The entry points called, in order, less the context pushes and pops around them."""
@@ -554,6 +620,7 @@ def install(monkeypatch, drv: CheckedDriver, device, semaphore_fail=None) -> Che
     monkeypatch.setattr(cuda.Gpu, "_cache", {})
     monkeypatch.setattr(cuda, "as_cuda_tensor", as_cuda_tensor)
     monkeypatch.setattr(cuda, "current_stream", lambda torch_device: drv.stream)
+    monkeypatch.setattr(cuda, "on_stream", lambda torch_device, stream: contextlib.nullcontext())
     monkeypatch.setattr(cuda, "TimelineSemaphore", drv.timeline)
     getter, real_proc = drv.semaphore_fd_getter(semaphore_fail), sync_mod.device_proc
     monkeypatch.setattr(sync_mod, "device_proc",

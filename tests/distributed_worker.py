@@ -43,7 +43,8 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
     # CALIPER_TEST_STALL="rank:step:seconds": that rank sleeps before that step's send (a hung rank)
     stall = [float(v) for v in os.environ.get("CALIPER_TEST_STALL", "-1:-1:0").split(":")]
     timeout = float(os.environ.get("CALIPER_TEST_TIMEOUT", "20"))
-    g = distributed.gather(session=session, recorder=recorder, timeout_s=timeout)
+    payload = os.environ.get("CALIPER_TEST_PAYLOAD", "auto")  # "collective": on the training thread
+    g = distributed.gather(session=session, recorder=recorder, timeout_s=timeout, payload=payload)
     pts, att = torch.zeros(N, 3, device=device), torch.zeros(H, W, device=device)
     caliper_vk.attach(pts, "pointcloud", name="cloud")
     caliper_vk.attach(att, "heatmap", name="attn", ranks="side")
@@ -57,7 +58,12 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
         opt.zero_grad()
         loss.backward()
         opt.step()
-        assert caliper_vk.due(step)  # senders always; rank 0 here too (it waits for each frame)
+        # CALIPER_TEST_PAUSE=k: rank 0's session is paused at step k (no frame: not due)
+        paused = step == int(os.environ.get("CALIPER_TEST_PAUSE", "-1"))
+        if rank == 0:
+            session.paused = paused
+        # senders always, in thread mode; rank 0 too (it waits for each frame), unless paused
+        assert caliper_vk.due(step) or (paused and rank == 0)
         pts.copy_(torch.from_numpy(cloud(rank, step)))
         att.copy_(torch.from_numpy(heat(rank, step)))
         if rank == kill_rank and step == kill_step:
@@ -82,7 +88,7 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
             session.flush()
         notes["end"] = session.panels[0].note if rank == 0 else ""
     g.close()
-    result = {"rank": rank, "steps": step, "loss": loss.item()}
+    result = {"rank": rank, "steps": step, "loss": loss.item(), "exchanged": g.exchanged}
     if rank == 0:
         panels = {p.name: [p.view.rect.x, p.view.rect.y, p.view.rect.width, p.view.rect.height]
                   for p in session.panels}

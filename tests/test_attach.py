@@ -12,6 +12,8 @@ from caliper_vk.engine import default_device
 from images import assert_same_image
 from device_paths import cpu_path, host_import
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 
 @pytest.fixture
 def session():
@@ -174,7 +176,7 @@ def test_zero_copy_adds_no_copy_of_the_tensor_and_staging_exactly_one():
 
 def _zero_copy_adds_no_copy_and_staging_exactly_one(session):
     if not host_import():
-        pytest.skip(f"{session.device.info.name} imports no host memory: both paths stage")
+        pytest.skip(f"n/a on this device: {session.device.info.name} imports no host memory, both paths stage")
     n = 100_000
     stats = session.device.memory_stats
     results = {}

@@ -38,6 +38,8 @@ from checked_cuda import (
 from cuda.bindings import driver as real
 from images import assert_same_image
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 HAS_PROC_FD = os.path.isdir("/proc/self/fd")
 
 
@@ -48,9 +50,10 @@ def open_fds() -> int:
 @pytest.fixture
 def fd_device(device):
     if "VK_KHR_external_memory_fd" not in device.extensions:
-        pytest.skip(f"{device.info.name} lacks VK_KHR_external_memory_fd")
+        pytest.skip(f"n/a on this device: {device.info.name} lacks VK_KHR_external_memory_fd")
     if driver_installed():
-        pytest.skip("a CUDA driver is installed: the checked calls would reach it (tests/hardware runs here)")
+        pytest.skip("n/a on this machine: a CUDA driver is installed, the checked calls would reach it "
+                    "(tests/hardware runs here)")
     return device
 
 
@@ -290,7 +293,7 @@ def test_a_tensor_on_another_gpu_is_refused_with_the_fix(fd_device, monkeypatch)
 
 # -- defect 7: error paths ---------------------------------------------------------------------
 
-@pytest.mark.skipif(not HAS_PROC_FD, reason="counts fds through /proc/self/fd (Linux)")
+@pytest.mark.skipif(not HAS_PROC_FD, reason="n/a on this platform: counts fds through /proc/self/fd (Linux)")
 @pytest.mark.parametrize("where", ["memory", "semaphore"])
 def test_no_fd_leaks_when_cuCtxPushCurrent_fails(fd_device, monkeypatch, where):
     d = install(monkeypatch, CheckedDriver(fd_device), fd_device)
@@ -317,7 +320,7 @@ def test_a_failing_context_push_stages_the_tensor_with_the_reason(drv):
         assert "cuCtxPushCurrent failed" in s.status().line()
 
 
-@pytest.mark.skipif(not HAS_PROC_FD, reason="counts fds through /proc/self/fd (Linux)")
+@pytest.mark.skipif(not HAS_PROC_FD, reason="n/a on this platform: counts fds through /proc/self/fd (Linux)")
 @pytest.mark.parametrize("where", ["vkCreateBuffer", "vkGetSemaphoreFdKHR", "vkCreateBuffer on import"])
 def test_a_vulkan_refusal_falls_back_to_staging_with_the_reason(fd_device, monkeypatch, where, artifacts):
     """The VkError is injected at the engine's Vulkan call; attach must stage, not raise."""

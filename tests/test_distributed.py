@@ -110,13 +110,15 @@ def test_distributed_three_ranks_one_killed_the_others_train_on(tmp_path, artifa
     assert steps_of[0][-1] == steps and steps_of[1][-1] == steps and steps_of[2][-1] == kill - 1
 
 
-def test_distributed_nccl_gathers_gpu_to_gpu(tmp_path, artifacts):
-    """The NCCL path: payloads GPU to GPU into the renderer's shared CUDA memory."""
-    import torch
-
-    if not (torch.cuda.is_available() and torch.cuda.device_count() >= 2):
-        pytest.skip(f"NCCL needs one GPU per rank; this machine has {torch.cuda.device_count()} "
-                    "(the gloo tests above cover the gather; run this one on a machine with two GPUs)")
-    done = torchrun_two(tmp_path, CALIPER_TEST_BACKEND="nccl")
+def test_distributed_collective_payload_moves_on_the_training_thread_for_drawn_steps_only(
+        tmp_path, artifacts):
+    """payload="collective" (NCCL's mode; here on gloo): the draw decision is broadcast from
+    rank 0 at every step and the payloads move in one batch_isend_irecv on every rank's
+    training thread, only for the steps rank 0 draws (step 3: its session is paused); the
+    frames are the twins of the concatenated tensors."""
+    done = torchrun_two(tmp_path, steps=5, CALIPER_TEST_PAYLOAD="collective", CALIPER_TEST_PAUSE="3")
     assert done.returncode == 0, done.stderr[-3000:]
-    check_frames(tmp_path, 2, range(1, 5), artifacts)
+    result = check_frames(tmp_path, 2, [1, 2, 4, 5], artifacts)
+    assert "3" not in result["shown"]  # not drawn
+    sender = json.loads((tmp_path / "rank1.json").read_text())
+    assert result["exchanged"] == sender["exchanged"] == 4  # sent for the 4 drawn steps, not step 3

@@ -7,6 +7,8 @@ from caliper_vk.views import Heatmap, PointCloud
 from caliper_vk.views._source import Source
 from images import assert_view_matches_twin
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 
 def f16_specials():
     bits = np.array([0x0000, 0x8000, 0x0001, 0x03FF, 0x8200, 0x0400, 0x3C00, 0x7BFF, 0xFBFF,

@@ -2,6 +2,7 @@
 ring copies) draws and keeps exactly what doing it all again would."""
 
 import numpy as np
+import pytest
 import torch
 
 import caliper_vk
@@ -9,6 +10,8 @@ from caliper_vk.live import Session
 from caliper_vk.live.history_copy import RingCopies
 from caliper_vk.views import PointCloud
 from images import assert_same_image
+
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
 
 SIZE = (480, 200)
 

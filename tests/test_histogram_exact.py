@@ -1,13 +1,18 @@
 """The histogram view on the GPU equals its numpy twin, byte for byte, counts included."""
 
+import math
+
 import numpy as np
 import pytest
 
 import caliper_vk as cv
 from caliper_vk.engine import Canvas
 from caliper_vk.views import Histogram
+from caliper_vk.views.histogram import auto_bins
 from images import assert_same_image, assert_view_matches_twin
 from device_paths import cpu_path
+
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
 
 RNG = np.random.default_rng(7)
 
@@ -88,30 +93,35 @@ def test_offset_layout_stacks_older_steps_exactly(size, artifacts):
         assert "display offset" in "".join(i[0] for i in view.legend() if isinstance(i, tuple))
 
 
-def test_auto_bins_follow_numpys_rule_and_then_stay():
-    data = RNG.normal(size=5000)
-    view = Histogram(data, bins="auto", value_range=(-4, 4))
-    want = len(np.histogram_bin_edges(data[np.isfinite(data)], bins="auto", range=(-4, 4))) - 1
-    assert view.bins == want
-    view.set_data(RNG.normal(size=50))  # later steps keep the bins, so bars stay comparable
-    assert view.bins == want
-    waiting = Histogram(np.zeros(10), bins="auto")  # no spread yet: provisional bins
-    assert waiting.bins == 64 and not waiting._bins_chosen
-    waiting.set_data(RNG.normal(size=1000))
-    assert waiting._bins_chosen and waiting.bins != 64
+@pytest.mark.parametrize("n, want", [(0, 1), (1, 1), (2, 3), (8, 4), (100, 10), (1000, 20),
+                                     (5000, 35), (10**6, 200), (10**9, 2000), (10**12, 4096)])
+def test_auto_bins_rule(n, want):
+    """max(Sturges, Rice) of the element count: ceil(log2 n) + 1 against ceil(2 n^(1/3))."""
+    assert auto_bins(n) == want
+    if n >= 2:
+        assert want == min(max(math.ceil(math.log2(n)) + 1, math.ceil(2 * n ** (1 / 3) - 1e-9)), 4096)
 
 
-def test_live_auto_bins_are_chosen_when_the_tensor_first_has_values():
+def test_auto_bins_come_from_the_count_and_stay():
+    view = Histogram(RNG.normal(size=5000), bins="auto", value_range=(-4, 4))
+    assert view.bins == 35
+    view.set_data(RNG.normal(size=5000) * 9)  # other values, the same count: the same bins
+    assert view.bins == 35
+    view.set_data(RNG.normal(size=1000))  # another count: its own bins
+    assert view.bins == 20
+
+
+def test_live_auto_bins_are_known_at_attach():
     t = cv.empty((3000,))
     t.zero_()
     with cv.Session(window=False, size=(160, 120)) as s:
         panel = s.attach(t, "histogram", bins="auto", history=2, layout="offset")
         s.render()
-        assert panel.view.bins == 64
+        assert panel.view.bins == auto_bins(3000) == 29
         with panel.writing():
             t.normal_()
         frame = s.render()
-        assert panel.view._bins_chosen and panel.view.bins != 64
+        assert panel.view.bins == 29
         assert np.array_equal(frame, s.canvas.reference())
 
 

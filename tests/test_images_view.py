@@ -9,6 +9,8 @@ from caliper_vk.views import Images
 from images import assert_same_image, assert_view_matches_twin
 from device_paths import cpu_path
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 RNG = np.random.default_rng(9)
 
 

@@ -15,6 +15,8 @@ import torch
 
 import caliper_vk as cv
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 FRAMES = 2000
 
 

@@ -11,6 +11,8 @@ from caliper_vk.engine import Canvas, shaders
 from caliper_vk.views import PointCloud
 from caliper_vk.views.pointcloud import DEPTH_MAX
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 BG = (22, 22, 26, 255)
 
 

@@ -7,6 +7,8 @@ from caliper_vk.engine import Canvas
 from caliper_vk.views import PointCloud
 from images import assert_same_image, assert_view_matches_twin
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 RNG = np.random.default_rng(1234)
 
 

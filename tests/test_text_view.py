@@ -7,6 +7,8 @@ from caliper_vk import glyphs
 from caliper_vk.views import Text
 from images import assert_view_matches_twin
 
+pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
+
 SAMPLE = ("ROMEO: But soft, what light through yonder window breaks?\n"
           "It is the east, and Juliet is the sun.")
 

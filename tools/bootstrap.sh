@@ -4,7 +4,8 @@
 #  - system packages (Debian/Ubuntu, only when missing and running as root):
 #    the Vulkan loader, Mesa's Vulkan drivers (lavapipe), a GLSL compiler,
 #    spirv-tools, the Khronos validation layer, Xvfb, GLFW, DejaVu fonts (the
-#    glyph atlas) and Chromium (the browser tests of Session(window="web"));
+#    dashboard's; the glyph atlas's font ships in the repository) and
+#    Chromium (the browser tests of Session(window="web"));
 #  - .venv/ with the pinned requirements-dev.txt and caliper-vk installed
 #    editable (the build compiles the shaders to SPIR-V).
 # Re-running is cheap: each step is skipped when already done.

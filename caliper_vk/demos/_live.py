@@ -1,5 +1,5 @@
-"""What the demos share: their session (window, or PNG frames without a display), the progress
-bar, and keeping the window open after training."""
+"""What the demos share: the device they train on, their session (window, or PNG frames without a
+display), the progress bar, and keeping the window open after training."""
 
 from __future__ import annotations
 
@@ -8,6 +8,33 @@ import time
 from pathlib import Path
 
 from ..live import Session, display_available
+
+
+DEVICES = ("auto", "cuda", "mps", "cpu")
+
+
+def train_device(asked: str = "auto") -> str:
+    """The torch device a demo trains on and draws from: ``auto`` picks cuda, then mps, then cpu.
+
+    On cuda the model and the drawn tensors live in VRAM (``caliper_vk.empty(device="cuda")``: the
+    shared-memory path); on mps in MPS tensors whose MTLBuffers MoltenVK imports; on cpu in host
+    memory. A device asked for that is absent is a ``ValueError`` naming why and what to use.
+    """
+    import torch
+
+    if asked not in DEVICES:
+        raise ValueError(f"--device {asked!r}: use one of {', '.join(DEVICES)}")
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    if asked == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if asked == "cuda" and not cuda:
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise ValueError(f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA device; "
+                         "install torch with CUDA on a machine with an NVIDIA GPU, or use --device auto/cpu")
+    if asked == "mps" and not mps:
+        raise ValueError(f"--device mps: torch {torch.__version__} sees no MPS device (Apple Silicon, "
+                         "macOS 12.3 or later); use --device auto/cpu")
+    return asked
 
 
 def demo_session(name: str, out_dir, width: int, height: int, every: int, window: bool | None):

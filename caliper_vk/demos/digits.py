@@ -19,7 +19,7 @@ import numpy as np
 
 from ..engine import Canvas
 from ..views import PointCloud
-from ._live import demo_session, hold_window, progress_bar
+from ._live import demo_session, hold_window, progress_bar, train_device
 
 
 def _data():
@@ -59,27 +59,31 @@ def contact_sheet(snapshots, labels, path: Path) -> list[int]:
 
 
 def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 1000, height: int = 720,
-        seed: int = 0, window: bool | None = None, progress: bool = True, log=print) -> dict:
-    """Train and draw; returns a summary (frames, paths, accuracy, separation)."""
+        seed: int = 0, window: bool | None = None, progress: bool = True, log=print,
+        device: str = "auto") -> dict:
+    """Train and draw on ``device`` (auto, cuda, mps, cpu: :func:`train_device`); returns a
+    summary (frames, paths, accuracy, separation)."""
     import torch
 
     from .. import empty
 
     if steps < 1 or every < 1:
         raise ValueError("--steps and --every must be positive")
+    dev = train_device(device)
     out = Path(out_dir)
     x_np, y_np = _data()
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+    x, y = torch.from_numpy(x_np).to(dev), torch.from_numpy(y_np).to(dev)
     embed, head = _model(torch, seed)
+    embed, head = embed.to(dev), head.to(dev)
     opt = torch.optim.Adam([*embed.parameters(), *head.parameters()], lr=3e-3)
     gen = torch.Generator().manual_seed(seed)
 
     session, frames_dir, windowed = demo_session("digits", out, width, height, every, window)
-    points = empty((len(x), 3))  # the renderer reads this memory in place
+    points = empty((len(x), 3), device=dev)  # the renderer reads this memory in place
     panel = session.attach(points, "pointcloud", name="bottleneck", labels=y_np, point_size_px=4,
                            pitch_deg=18.0, yaw_deg=35.0)
     st = session.status()
-    log(f"caliper: device {st.device}; panel {panel.status}")
+    log(f"caliper: training on {dev}; drawing on {st.device}; panel {panel.status}")
     log("caliper: " + ("drawing in a window (drag rotates, wheel zooms, R resets, space pauses, "
                        "S saves a PNG)" if windowed else
                        f"no display: writing a frame every {every} steps to {frames_dir}/"))
@@ -99,10 +103,10 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
                 panel.view.set_camera(yaw_deg=35.0 + 0.5 * step)
             session.step(step)
             if snapshot_due:
-                snapshots.append((step, points.numpy().copy()))
+                snapshots.append((step, points.cpu().numpy().copy()))
             if step == steps:
                 break
-            idx = torch.randint(0, len(x), (128,), generator=gen)
+            idx = torch.randint(0, len(x), (128,), generator=gen).to(dev)
             loss = torch.nn.functional.cross_entropy(head(embed(x[idx])), y[idx])
             opt.zero_grad()
             loss.backward()
@@ -121,7 +125,7 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
     elapsed = time.perf_counter() - t_start
     with torch.no_grad():
         acc = float((head(embed(x)).argmax(1) == y).float().mean())
-    seen = points.numpy().copy()  # exactly the memory the renderer read
+    seen = points.cpu().numpy().copy()  # exactly the memory the renderer read
     score = separation(seen, y_np)
     hold_window(session, windowed, interrupted, steps, log)
     status = session.status()
@@ -134,7 +138,8 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
     summary = {"frames_written": len(frames), "frames_drawn": status.frames, "skipped": status.skipped,
                "frames_dir": str(frames_dir), "contact_sheet": str(sheet), "final": str(final),
                "accuracy": acc, "silhouette": score, "steps": steps, "seconds": elapsed,
-               "sheet_steps": sheet_steps, "interrupted": interrupted, "path": panel.path}
+               "sheet_steps": sheet_steps, "interrupted": interrupted, "path": panel.path,
+               "device": dev}
     log(f"caliper: {steps} steps in {elapsed:.1f} s; train accuracy {acc:.1%}; silhouette of the "
         f"drawn points vs labels {score:.2f}; {status.frames} frames drawn, {status.skipped} skipped")
     if frames:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..views import Curve, Text
 from . import shakespeare
-from ._live import demo_session, hold_window, progress_bar
+from ._live import demo_session, hold_window, progress_bar, train_device
 from .chargpt import CharData, CharGPT, Config, logit_lens
 
 PROMPT = "\n"
@@ -62,7 +62,7 @@ def write_probes(net, probe_ids, attn_panels, attn, lens_panel, lens, vocab) -> 
             buf.copy_(a[0])
     with lens_panel.writing():
         lens.copy_(top[:, :n_lens])
-    lens_panel.view.set_tokens(ids=ids[:, :n_lens], vocab=vocab)
+    lens_panel.view.set_tokens(ids=ids[:, :n_lens].cpu(), vocab=vocab)
 
 
 def compact(sample: str) -> str:
@@ -75,14 +75,16 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
         width: int = 1200, height: int = 860, seed: int = 0, window: bool | None = None,
         progress: bool = True, log=print, text_path=None, text: str | None = None,
         model: dict | None = None, batch: int = 32, lr: float = 3e-3, lens_positions: int = 32,
-        sample_chars: int = 200) -> dict:
-    """Train and draw; returns a summary (losses, samples, frames, the model and its probe)."""
+        sample_chars: int = 200, device: str = "auto") -> dict:
+    """Train and draw on ``device`` (auto, cuda, mps, cpu: :func:`train_device`); returns a summary
+    (losses, samples, frames, the model and its probe)."""
     import torch
 
     from .. import empty
 
     if steps < 1 or every < 1 or sample_every < 1:
         raise ValueError("--steps, --every and --sample-every must be positive")
+    dev = train_device(device)
     torch.manual_seed(seed)
     if text is None:
         text, origin = shakespeare.load(text_path, log=log)
@@ -90,25 +92,25 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
         origin = "the given text"
     data = CharData(text)
     cfg = Config(vocab_size=len(data.vocab), **(model or {}))
-    net = CharGPT(cfg)
+    net = CharGPT(cfg).to(dev)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
     gen = torch.Generator().manual_seed(seed)
     probe = probe_window(text, cfg.context)
     if len(probe) < cfg.context:
         raise ValueError(f"the text has {len(text)} characters; the demo needs more than the "
                          f"context of {cfg.context}")
-    probe_ids = data.encode(probe)[None]
+    probe_ids = data.encode(probe)[None].to(dev)
     n_lens = min(lens_positions, cfg.context)
-    prompt = data.encode(PROMPT if PROMPT in data.index else text[0])
+    prompt = data.encode(PROMPT if PROMPT in data.index else text[0]).to(dev)
 
     out = Path(out_dir)
     session, frames_dir, windowed = demo_session("gpt", out, width, height, every, window)
     # what the renderer reads in place: attention per layer (heads, query, key) and the lens values
-    attn = [empty((cfg.n_head, cfg.context, cfg.context)) for _ in range(cfg.n_layer)]
+    attn = [empty((cfg.n_head, cfg.context, cfg.context), device=dev) for _ in range(cfg.n_layer)]
     attn_panels = [session.attach(a, "images", normalize="tile", colormap="magma",
                                   name=f"attn L{i + 1} · {cfg.n_head} heads · query × key")
                    for i, a in enumerate(attn)]
-    lens = empty((cfg.n_layer + 1, n_lens))
+    lens = empty((cfg.n_layer + 1, n_lens), device=dev)
     lens_panel = session.attach(
         lens, "textgrid", name="logit lens: top next char, colour = its probability",
         ids=np.zeros((cfg.n_layer + 1, n_lens), np.int64), vocab=data.vocab,
@@ -118,8 +120,8 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     loss_view = Curve(smoothing=0.95)
     session.add(loss_view, name="loss (raw + EMA)")
     st = session.status()
-    log(f"caliper: device {st.device}; training text: {origin} ({len(text):,} characters, "
-        f"{len(data.vocab)} distinct)")
+    log(f"caliper: training on {dev}; drawing on {st.device}; training text: {origin} "
+        f"({len(text):,} characters, {len(data.vocab)} distinct)")
     log(f"caliper: model {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, context "
         f"{cfg.context}; {sum(p.numel() for p in net.parameters()):,} parameters; panels "
         + ", ".join(p.status for p in [*attn_panels, lens_panel]))
@@ -137,7 +139,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
                 write_probes(net, probe_ids, attn_panels, attn, lens_panel, lens, data.vocab)
             if step % sample_every == 0 or step == steps:
                 sample = data.decode(net.generate(prompt, sample_chars,
-                                                  torch.Generator().manual_seed(seed + step)))
+                                                  torch.Generator(dev).manual_seed(seed + step)))
                 sample_log.append((step, sample))
                 loss_note = f", loss {losses[-1]:.2f}" if losses else ""
                 samples.append(compact(sample), header=f"-- step {step}{loss_note} --")
@@ -147,7 +149,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
             if step == steps:
                 break
             net.train()
-            x, y = data.batch(batch, cfg.context, gen)
+            x, y = (t.to(dev) for t in data.batch(batch, cfg.context, gen))
             loss = net.loss(x, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -166,7 +168,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
             bar.close()
     session.flush()
     elapsed = time.perf_counter() - t_start
-    lens_seen = lens.numpy().copy()  # exactly the memory the renderer read
+    lens_seen = lens.cpu().numpy().copy()  # exactly the memory the renderer read
     lens_tokens = lens_panel.view.tokens
     hold_window(session, windowed, interrupted, steps, log)
     status = session.status()
@@ -184,7 +186,8 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
                "steps": steps, "seconds": elapsed, "interrupted": interrupted,
                "paths": [p.path for p in [*attn_panels, lens_panel]], "lens_values": lens_seen,
                "lens_tokens": lens_tokens, "probe": probe, "model": net, "data": data,
-               "attention": [a.numpy().copy() for a in attn], "text_origin": origin}
+               "attention": [a.cpu().numpy().copy() for a in attn], "text_origin": origin,
+               "device": dev}
     log(f"caliper: {len(losses)} steps in {elapsed:.1f} s; loss {head:.2f} (first 10 steps) -> "
         f"{tail:.2f} (last 10); {status.frames} frames drawn, {status.skipped} skipped")
     if sample_log:

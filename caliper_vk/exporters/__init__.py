@@ -18,6 +18,7 @@ renderer's device; :func:`release` frees what an unused record holds.
 from __future__ import annotations
 
 from ..engine.external import ExternalMemoryError, import_metal_buffer
+from ..engine.instance import UUID_PREFERENCES
 from ..engine.sync import SemaphoreExportError
 from . import cpu, discrete
 from .contract import (
@@ -34,6 +35,7 @@ from .contract import (
     dtype_name,
     storage_fingerprint,
 )
+from .cuda_driver import torch_cuda_uuid
 from .live_input import (
     GPU_KINDS,
     PATH_DEVICE_COPY,
@@ -45,6 +47,9 @@ from .live_input import (
 )
 
 
+# the renderer draws on torch's current CUDA device when nothing else forces the choice
+if torch_cuda_uuid not in UUID_PREFERENCES:
+    UUID_PREFERENCES.append(torch_cuda_uuid)
 if discrete.enabled():  # CALIPER_VK_EMULATE=discrete: torch.cuda's calls act on the emulated device
     discrete.install()
 

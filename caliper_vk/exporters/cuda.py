@@ -96,6 +96,13 @@ def current_stream(torch_device) -> int:
     return torch.cuda.current_stream(torch_device).cuda_stream
 
 
+def on_stream(torch_device, stream: int):
+    """Torch's work inside runs on the CUDA stream whose handle is ``stream``."""
+    import torch
+
+    return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=torch_device))
+
+
 class _CudaArray:
     """``__cuda_array_interface__`` over shared memory; torch's tensor holds it, and it
     holds the allocation, so the memory lives exactly as long as the tensor's storage."""
@@ -281,6 +288,18 @@ def empty(shape, dtype=None, device="cuda", vk_device=None):
     return t
 
 
+class CudaGraphCaptureError(CudaInteropError):
+    """``panel.writing()`` or a frame's booking ran while torch's stream was capturing a CUDA graph."""
+
+
+def _capture_message(what: str) -> str:
+    return (f"{what} ran while torch's CUDA stream is capturing a graph: the timeline values Caliper "
+            "waits on and signals would be baked into the graph, and every replay would signal old "
+            "values again (a hang, or a timeline moving backwards). Keep writing() and "
+            "caliper_vk.step() outside the captured region and wrap the replay instead: "
+            "`with panel.writing(): graph.replay()` orders the replay's writes like any others")
+
+
 class StreamSync:
     """The producer's side of the protocol for one CUDA panel, on torch's current stream.
 
@@ -288,13 +307,26 @@ class StreamSync:
     signal; ``ext`` is the same semaphore imported into CUDA. ``mirror`` is
     ``(tensor, copy)`` for an on-device-copy panel: the copy in shared memory is
     refreshed in :meth:`after_write`, after the previous read finished.
+
+    Streams: a write's wait and its exit's signal go on one stream, the one current at
+    ``writing()`` entry (:meth:`before_write` takes it, :meth:`after_write` uses it), whatever
+    stream the body switched to; kernels the body queues on another stream must be ordered
+    with it by the caller (``stream.wait_stream``), as for any torch work across streams. A
+    frame's own signal (no write since the last frame) goes on the stream current at
+    ``step()``. Every wait and signal is followed by ``cuStreamQuery`` of its stream, which
+    submits the queued work on drivers that batch it (Windows WDDM), so a signal never sits in
+    a host-side queue while another thread waits for it. Under CUDA graph capture both refuse
+    (:class:`CudaGraphCaptureError`). After a renderer fault :meth:`release` reaches every
+    value the stream may wait on from a stream of its own (``WriteRead.stop``).
     """
 
     host_sync = False
 
     def __init__(self, timeline, ext, gpu: Gpu, stream, mirror=None):
         self.timeline, self.ext, self.gpu, self.mirror = timeline, ext, gpu, mirror
-        self._stream = stream  # () -> the stream handle (int) to order on
+        self._stream = stream  # () -> the stream handle (int) torch has current now
+        self._writes: list[int] = []  # the stream of each open writing(), innermost last
+        self._own = None  # a non-blocking stream of ours, made on the first release()
 
     @classmethod
     def create(cls, device, gpu: Gpu, torch_device, kind: str, mirror=None) -> StreamSync:
@@ -312,36 +344,83 @@ class StreamSync:
             raise
         return cls(timeline, ext, gpu, lambda: current_stream(torch_device), mirror)
 
-    def _issue(self, name: str, params_type: str, value: int) -> None:
+    def _refuse_capture(self, stream, what: str) -> None:
+        drv = self.gpu.drv
+        status = call(drv, "cuStreamIsCapturing", drv.CUstream(stream))
+        if status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
+            raise CudaGraphCaptureError(_capture_message(what))
+
+    def refuse_capture(self, what: str = "caliper_vk.step()") -> None:
+        """Raise :class:`CudaGraphCaptureError` when torch's current stream is capturing."""
+        with self.gpu.current():
+            self._refuse_capture(self._stream(), what)
+
+    def _issue(self, name: str, params_type: str, value: int, stream) -> None:
         drv = self.gpu.drv
         params = getattr(drv, params_type)()
         params.params.fence.value = value
         params.flags = 0
+        handle = drv.CUstream(stream)
+        call(drv, name, [self.ext], [params], 1, handle)
+        # WDDM keeps queued work on the host until a sync or a query: submit it now
+        err = drv.cuStreamQuery(handle)[0]
+        if int(err) not in (0, int(drv.CUresult.CUDA_ERROR_NOT_READY)):
+            raise CudaInteropError(f"cuStreamQuery failed: {getattr(err, 'name', err)}")
+
+    def wait(self, value: int, stream=None) -> None:
+        """Later work on the stream (default: torch's current one) waits until the renderer
+        reached ``value``."""
         with self.gpu.current():
-            call(drv, name, [self.ext], [params], 1, drv.CUstream(self._stream()))
+            self._issue("cuWaitExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS", value,
+                        self._stream() if stream is None else stream)
 
-    def wait(self, value: int) -> None:
-        """Later work on the stream waits until the renderer reached ``value``."""
-        self._issue("cuWaitExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS", value)
-
-    def signal(self, value: int) -> None:
+    def signal(self, value: int, stream=None) -> None:
         """The semaphore reaches ``value`` once the stream's earlier work is done."""
-        self._issue("cuSignalExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS", value)
+        with self.gpu.current():
+            self._issue("cuSignalExternalSemaphoresAsync", "CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS", value,
+                        self._stream() if stream is None else stream)
 
     def before_write(self, value: int) -> None:
-        """``panel.writing()`` entry: the producer's next kernels wait for ``value``, the latest
-        value handed out (every frame booked so far has read)."""
+        """``panel.writing()`` entry: take the stream current now (the exit uses it too); the
+        producer's next kernels wait for ``value``, the latest value handed out (every frame
+        booked so far has read)."""
+        stream = self._stream()
+        with self.gpu.current():
+            self._refuse_capture(stream, "panel.writing()")
         if self.mirror is None:  # a mirrored tensor is the producer's own: nobody reads it
-            self.wait(value)
+            self.wait(value, stream)
+        self._writes.append(stream)
 
     def after_write(self, read_value: int, value: int) -> None:
         """The write is complete when the stream gets here: signal its fresh value ``value``
-        (for a mirror, first wait for ``read_value`` and refresh the copy)."""
+        (for a mirror, first wait for ``read_value`` and refresh the copy). Inside
+        ``writing()`` on the stream its entry took; for a frame's own value on torch's current
+        stream (after the capture check)."""
+        if self._writes:
+            stream = self._writes.pop()
+        else:
+            stream = self._stream()
+            with self.gpu.current():
+                self._refuse_capture(stream, "caliper_vk.step()")
         if self.mirror is not None:
-            self.wait(read_value)  # the renderer finished reading the copy
+            self.wait(read_value, stream)  # the renderer finished reading the copy
             source, copy = self.mirror
-            copy.copy_(source)  # torch's current stream, bytes never leave the GPU
-        self.signal(value)
+            if stream == self._stream():
+                copy.copy_(source)  # bytes never leave the GPU
+            else:  # the body switched streams: the copy goes where the wait and signal go
+                with on_stream(source.device, stream):
+                    copy.copy_(source)
+        self.signal(value, stream)
+
+    def release(self, value: int) -> None:
+        """Drawing stopped for good and the device may be lost: signal ``value`` (the latest
+        handed out, so every value a stream waits on) from a non-blocking stream of our own,
+        which waits for nothing, so no CUDA wait queued before the fault waits forever."""
+        drv = self.gpu.drv
+        with self.gpu.current():
+            if self._own is None:
+                self._own = call(drv, "cuStreamCreate", int(drv.CUstream_flags.CU_STREAM_NON_BLOCKING))
+        self.signal(value, int(self._own))
 
     def close(self) -> None:
         if self.ext is None:
@@ -350,6 +429,9 @@ class StreamSync:
         with self.gpu.current():
             call(self.gpu.drv, "cuCtxSynchronize")  # waits/signals still queued must finish first
             call(self.gpu.drv, "cuDestroyExternalSemaphore", ext)
+            if self._own is not None:
+                own, self._own = self._own, None
+                call(self.gpu.drv, "cuStreamDestroy", own)
         self.timeline.close()
         self.mirror = None
 
@@ -396,8 +478,8 @@ def import_for_vulkan(device, record):
 
 
 __all__ = [  # the driver plumbing lives in .cuda_driver and is re-exported here, as it always was
-    "ALLOCATOR_ENV", "INSTALL_HINT", "CudaInteropError", "DeviceMismatchError", "Gpu", "SharedMemory",
-    "StreamSync", "VmmMemory", "allocator", "as_cuda_tensor", "call", "check_same_gpu", "current_stream",
-    "driver", "empty", "export", "handle_types", "import_for_vulkan", "import_memory", "import_semaphore",
-    "shared_memory_of",
+    "ALLOCATOR_ENV", "INSTALL_HINT", "CudaGraphCaptureError", "CudaInteropError", "DeviceMismatchError", "Gpu",
+    "SharedMemory", "StreamSync", "VmmMemory", "allocator", "as_cuda_tensor", "call", "check_same_gpu",
+    "current_stream", "driver", "empty", "export", "handle_types", "import_for_vulkan", "import_memory",
+    "import_semaphore", "on_stream", "shared_memory_of",
 ]

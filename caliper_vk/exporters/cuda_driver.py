@@ -10,6 +10,7 @@ cuda-bindings types (tests/checked_cuda.py).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import ClassVar
 
@@ -140,6 +141,20 @@ class Gpu:
             yield
         finally:
             call(self.drv, "cuCtxPopCurrent")
+
+
+def torch_cuda_uuid() -> bytes | None:
+    """The UUID of torch's current CUDA device, or None when this process has no CUDA torch (not
+    imported, no GPU) or no driver bindings. ``CUDA_VISIBLE_DEVICES`` is honoured: the driver's
+    ordinals are the remapped ones, as torch's are. Only ``cuInit`` and the device queries run
+    (no context is made), and torch is not initialised here: before it is, its device is 0."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    index = torch.cuda.current_device() if torch.cuda.is_initialized() else 0
+    drv = driver()
+    call(drv, "cuInit", 0)
+    return bytes(call(drv, "cuDeviceGetUuid", call(drv, "cuDeviceGet", index)).bytes)
 
 
 def check_same_gpu(info, cuda_uuid: bytes, index: int, name: str) -> None:

@@ -14,7 +14,9 @@ queue, so the producer side is on the host (:class:`HostSync`):
 ``panel.writing()`` waits on the host for the latest value handed out (every
 frame still reading, through the timeline semaphore), and at every write's exit
 runs ``torch.mps.synchronize()`` before signalling the write's fresh value — the
-status line says so (docs/contract.md: the write/read counters).
+status line says so (docs/contract.md: the write/read counters). A frame with no
+write since the last synchronises only when the producer never wrote through
+``writing()`` (:meth:`HostSync.unchanged`).
 MoltenVK's fast math is turned off before the instance exists
 (``engine/instance.py``) so the byte-exact views stay exact.
 
@@ -155,6 +157,13 @@ class HostSync:
     def after_write(self, read_value: int, value: int) -> None:
         self._flush()  # MPS work that writes the buffer is complete...
         self.timeline.signal(value)  # ...before the renderer may read it
+
+    def unchanged(self, value: int) -> None:
+        """A frame with no write since the last, of a producer whose writes go through
+        ``writing()`` (each synchronised at its exit): nothing of MPS's can still be writing the
+        buffer, so the value is signalled without ``torch.mps.synchronize()``, which would drain
+        the training's whole GPU queue for every such frame."""
+        self.timeline.signal(value)
 
     def close(self) -> None:
         self.timeline.close()

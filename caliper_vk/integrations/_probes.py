@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..live.budget import DEFAULT_BUDGET
+from .._log import logger
 
 EXAMPLE = "probe example (the first example of the first training batch)"
 
@@ -205,7 +205,7 @@ class Probes:
         if self.session is not None and self._own_session:
             with contextlib.suppress(Exception):
                 self.session.flush()
-            print(f"caliper: {self.session.status().line()}", file=sys.stderr)
+            logger.info(f"{self.session.status().line()}")
             self.session.close()
 
     # -- what the callbacks call ---------------------------------------------------------
@@ -215,7 +215,7 @@ class Probes:
                 self.example = first_example(batch)
             except Exception as exc:  # never stops training: nothing is drawn, and it says why
                 self.example = False
-                print(f"caliper: {self.name}: {exc}", file=sys.stderr)
+                logger.warning(f"{self.name}: {exc}")
 
     def log(self, metrics: dict) -> None:
         """Record the trainer's metrics at the current step; keep the loss for the curve."""
@@ -242,8 +242,8 @@ class Probes:
                     for name, (kind, a) in arrays.items():
                         self.rec.probe(f"{kind}/{name}", a.numpy(), module=name, example=EXAMPLE, kind=kind)
             except Exception as exc:  # a probe must never stop training
-                print(f"caliper: {self.name}: the probe failed ({type(exc).__name__}: {exc}); "
-                      "training continues without it", file=sys.stderr)
+                logger.warning(f"{self.name}: the probe failed ({type(exc).__name__}: {exc}); "
+                               "training continues without it")
                 self.example = False
             finally:
                 if not drawing:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..live.budget import DEFAULT_BUDGET
 from ._probes import Probes
+from .._log import logger
 
 try:
     from transformers import TrainerCallback
@@ -56,7 +57,7 @@ class _HFProbes(Probes):
         if not maps:
             if self.attention_note is None:
                 self.attention_note = "the model returned no attentions with output_attentions=True"
-                print(f"caliper: CaliperCallback: {self.attention_note}; drawing the other probes")
+                logger.warning(f"CaliperCallback: {self.attention_note}; drawing the other probes")
             return {}
         return {f"attention/layer{i}": a for i, a in enumerate(maps) if a is not None}
 

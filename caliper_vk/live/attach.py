@@ -10,13 +10,13 @@ nothing behind.
 
 from __future__ import annotations
 
-import sys
 
 from .. import exporters
 from .._arrays import is_torch_tensor
 from ..exporters import PATH_ZERO_COPY
 from ..views._source import Source
 from .panels import Panel
+from .._log import logger
 
 
 def view_source(live) -> Source:
@@ -114,6 +114,6 @@ def build(view, name: str) -> tuple[str | None, str]:
     try:
         build_view()
     except ShaderError as exc:
-        print(f"caliper: panel {name} stopped: {exc}", file=sys.stderr)
+        logger.warning(f"panel {name} stopped: {exc}")
         return exc.summary, f"{name} stopped"
     return None, ""

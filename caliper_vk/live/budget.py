@@ -25,12 +25,14 @@ not only on average. The credit is bounded above (no burst of frames after a
 pause) and below (a one-off cost, such as the first frame building its
 pipelines, is forgiven after a couple of seconds).
 
-On a CPU Vulkan device (lavapipe) a frame is also executed by the driver's
-threads on the cores training runs on; there the session times each frame's
-execution with Vulkan timestamps and counts it too (:meth:`Budget.executed`),
-or what the training measurably lost while the frame ran when that is more:
-the loop's own time over the steps the frame spanned, against its time per
-step with no frame running.
+A frame is also executed by the device: on a CPU Vulkan device (lavapipe) by
+the driver's threads on the cores training runs on, on a GPU beside the
+training's kernels. So on any device whose queue writes timestamps the session
+times each frame's execution with Vulkan timestamps and counts it too
+(:meth:`Budget.executed`), or what the training measurably lost while the frame
+ran when that is more: the loop's own time over the steps the frame spanned,
+against its time per step with no frame running (which also covers a training
+stream held behind a frame it waits for).
 
 Three things override it. The display is never starved: when no frame was
 drawn for ``1 / min_fps`` seconds (5 s by default: ``min_fps=0.2``), the next
@@ -195,12 +197,13 @@ class Budget:
     charge = wrote  # any other Caliper work on the training thread (a callback recording probes)
 
     def executed(self, seconds: float) -> None:
-        """A frame ran ``seconds`` on a CPU device (lavapipe draws on the cores training runs on):
-        that time is taken from training too, so it counts; or what the training measurably lost
-        while the frame ran, when that is more. That loss is the loop's own time over the steps
-        the frame spanned, less as many steps' worth of its time with no frame running: a frame
-        can stall training in ways its timestamps do not see (ops waiting at a barrier for the
-        thread whose core it took), and where it does not, the timestamps count."""
+        """A frame ran ``seconds`` on the device (lavapipe draws on the cores training runs on, a
+        GPU beside the training's kernels): that time is taken from training too, so it counts;
+        or what the training measurably lost while the frame ran, when that is more. That loss
+        is the loop's own time over the steps the frame spanned, less as many steps' worth of its
+        time with no frame running: a frame can stall training in ways its timestamps do not see
+        (ops waiting at a barrier for the thread whose core it took, a stream waiting for the
+        frame), and where it does not, the timestamps count."""
         lost = None
         if self._busy_steps and self.clear_train is not None:
             lost = self._busy_train - self._busy_steps * self.clear_train

@@ -34,13 +34,23 @@ points coloured by rank) or ``"side"`` by side (along the last axis). Every rank
 attach the same probes (names, shapes, dtypes) in the same order, before its first
 ``step()``.
 
-NCCL (a job with NCCL whose probes are all CUDA tensors): the headers still travel
-on the gloo group (liveness and timeouts as above); the payload goes GPU to GPU with
-NCCL ``send``/``recv`` (on an NCCL group of its own) into receive buffers on the
-renderer's GPU, and is copied device-to-device into the combined tensor
-(``caliper_vk.empty(device="cuda")``, shared with Vulkan) on torch's stream inside
-``panel.writing()``. It needs one GPU per rank; the tests here
-run gloo on CPU.
+Payloads on the training thread (``payload="collective"``; the default with NCCL when
+every probe is a CUDA tensor): NCCL's rule is that every rank issues its operations on a
+communicator in the same order, which threads cannot promise, and a payload sent every
+step costs the training for frames never drawn. So in this mode nothing but the headers
+(liveness and figures, as above) leaves a thread. At every ``step()`` each rank, on its
+training thread, takes part in one small collective: a broadcast, from the renderer on a
+gloo group of its own, of whether the renderer's session draws this step (its ``due()``).
+Only on such a step do the payloads move, in one ``batch_isend_irecv`` on every rank (the
+probes sent as they are, from device memory with NCCL; received into buffers on the
+renderer's GPU), then they are copied device-to-device into the combined tensors
+(``caliper_vk.empty(device="cuda")``, shared with Vulkan) inside ``panel.writing()``.
+Every rank issues the same operations in the same order: the broadcast each step, the
+exchange on drawn steps. Being collective, this mode waits for every rank as the
+training's own collectives do (a rank that stops stops the job, as in NCCL training). It
+needs one GPU per rank for NCCL; the tests run it with gloo on CPU.
+
+Without NCCL (``payload="threads"``), CUDA probes are copied into pinned host buffers.
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ import time
 import numpy as np
 
 from .ranklinks import HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, rss_bytes
+from .._log import logger
 
 LAYOUTS = ("concat", "side")
 
@@ -119,10 +130,15 @@ class Gather:
     group : ProcessGroup, optional
         A gloo group of all the job's ranks (default: one made with ``new_group`` at
         construction — every rank must construct its ``Gather`` at the same point).
+    payload : str
+        ``"auto"`` (collective with NCCL when every probe is a CUDA tensor, else threads),
+        ``"threads"`` (sender and receiver threads, every step, tolerant of a rank that stops)
+        or ``"collective"`` (on the training thread, only for drawn steps; see the module
+        docstring). Decided at the first step, the same on every rank.
     """
 
     def __init__(self, session=None, renderer: int = 0, timeout_s: float = 30.0, recorder=None,
-                 group=None):
+                 group=None, payload: str = "auto"):
         import torch.distributed as dist
 
         if not in_job():
@@ -133,15 +149,16 @@ class Gather:
         if not 0 <= renderer < self.world:
             raise ValueError(f"renderer={renderer} is not a rank of this {self.world}-process job")
         self.renderer, self.timeout_s, self.recorder = renderer, float(timeout_s), recorder
+        if payload not in ("auto", "threads", "collective"):
+            raise ValueError(f"payload={payload!r}: give 'auto', 'threads' or 'collective'")
         self.group = group if group is not None else dist.new_group(backend="gloo")
-        # payloads go over NCCL when the job has it and every probe is a CUDA tensor (decided at
-        # the first step); otherwise through the gloo messages (a CUDA probe then via the host)
-        self.nccl = False
-        # NCCL payloads get a communicator of their own: a thread's p2p on the training's
-        # communicator could interleave with its collectives differently on each rank
+        # every rank makes the same groups here, in the same order (new_group is collective)
         self.nccl_group = dist.new_group(backend="nccl") if "nccl" in str(dist.get_backend()) else None
-        self._nccl_out: dict = {}  # id(header buffer) -> (GPU snapshots, ready event, sent event)
-        self._nccl_buffers: dict = {}  # id(header buffer) -> (receive buffers on the GPU, event)
+        self.decide_group = dist.new_group(backend="gloo")  # the per-step draw decision only
+        self.payload = payload
+        self.collective = False  # decided at the first step (_start)
+        self._inbox: dict = {}  # the renderer, collective: rank -> receive buffers (one per probe)
+        self.exchanged = 0  # collective mode: the steps whose payloads moved (the drawn ones)
         self.is_renderer = self.rank == renderer
         self._session = session
         self.probes: list[Probe] = []
@@ -217,11 +234,50 @@ class Gather:
         del self._times[:-20]
         if not self.started:
             self._start()
+        due = self._decide() if self.collective else None
         if not self.is_renderer:
             self._sender.offer(self._pack)
+            if due:
+                self._exchange()
             return False
-        self._gather()
+        if due:
+            self._exchange()
+        self._gather(due)
         return self.session.step(self.step_count)
+
+    def _decide(self) -> bool:
+        """Collective mode, every rank, every step: whether the renderer draws this step (its
+        session's ``due()``), broadcast from the renderer on the decision group."""
+        import torch
+
+        flag = torch.zeros(1, dtype=torch.int32)
+        if self.is_renderer:
+            flag[0] = int(bool(self.session.due(self.step_count)))
+        self.dist.broadcast(flag, src=self.renderer, group=self.decide_group)
+        return bool(flag[0])
+
+    def _exchange(self) -> None:
+        """Collective mode, a drawn step, every rank: the probes to the renderer in one
+        ``batch_isend_irecv`` (sent from where they live; received into the renderer's buffers
+        on the probes' device). With NCCL the waits order the current stream after the
+        transfer (no host wait): the training's next write to a probe comes after its send."""
+        import torch
+
+        dist, group = self.dist, self.nccl_group if self.nccl_group is not None else self.group
+        ops = []
+        if self.is_renderer:
+            for r in range(self.world):
+                if r == self.renderer:
+                    continue
+                inbox = self._inbox.get(r)
+                if inbox is None:
+                    inbox = self._inbox[r] = [torch.empty_like(p.tensor) for p in self.probes]
+                ops += [dist.P2POp(dist.irecv, b, r, group=group) for b in inbox]
+        else:
+            ops = [dist.P2POp(dist.isend, p.tensor.detach(), self.renderer, group=group) for p in self.probes]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        self.exchanged += 1
 
     def due(self, step: int | None = None) -> bool:
         """The renderer: whether its next step draws (``Session.due``); the other ranks send
@@ -255,80 +311,47 @@ class Gather:
         header = self._header()
         header[7] = 1.0 if finished else 0.0
         buf[:HEADER_BYTES].view(torch.float64).copy_(torch.tensor(header, dtype=torch.float64))
-        if self.nccl:  # snapshot on the training stream; the sender thread sends it GPU to GPU
-            out, ready, sent = self._nccl_out.get(id(buf)) or (
-                [torch.empty_like(p.tensor) for p in self.probes], torch.cuda.Event(), torch.cuda.Event())
-            torch.cuda.current_stream().wait_event(sent)  # its previous send has read it
-            for o, p in zip(out, self.probes, strict=True):
-                o.copy_(p.tensor.detach())
-            ready.record()
-            self._nccl_out[id(buf)] = (out, ready, sent)
-            return
+        if self.collective:
+            return  # the header alone: the payload moves on the training thread, drawn steps only
         for p in self.probes:
             start = HEADER_BYTES + p.offset
             buf[start:start + p.nbytes].copy_(p.tensor.detach().reshape(-1).view(torch.uint8))
 
     def _start(self) -> None:
         self.started = True
-        self.nccl = self.nccl_group is not None and all(p.tensor.is_cuda for p in self.probes)
+        nccl = self.nccl_group is not None and all(p.tensor.is_cuda for p in self.probes)
+        self.collective = self.payload == "collective" or (self.payload == "auto" and nccl)
+        if self.collective and self.nccl_group is not None and not nccl:
+            raise ValueError("payload='collective' on an NCCL job needs every probe on the GPU")
         dist, g = self.dist, self.group
+        nbytes = HEADER_BYTES + (0 if self.collective else self.payload_bytes)
+        # a CUDA probe's bytes go through pinned host memory (an asynchronous-capable copy)
+        pinned = not self.collective and any(p.tensor.is_cuda for p in self.probes)
         if not self.is_renderer:
-            nbytes = HEADER_BYTES + (0 if self.nccl else self.payload_bytes)
-
             def send(buf):
                 dist.send(buf, dst=self.renderer, group=g, tag=TAG)
-                if self.nccl:
-                    self._send_nccl(*self._nccl_out[id(buf)])
 
-            self._sender = Sender(g, self.renderer, nbytes, send)
+            self._sender = Sender(g, self.renderer, nbytes, send, pinned=pinned)
             self._sender.start()
             return
-        nbytes = HEADER_BYTES + (0 if self.nccl else self.payload_bytes)
         for r in range(self.world):
             if r == self.renderer:
                 continue
 
             def recv(buf, src):
                 dist.recv(buf, src=src, group=g, tag=TAG)
-                if self.nccl:
-                    self._recv_nccl(buf, src)
 
-            self._receivers[r] = Receiver(r, nbytes, recv, self.cond, self.ranks[r])
+            self._receivers[r] = Receiver(r, nbytes, recv, self.cond, self.ranks[r], pinned=pinned)
             self._receivers[r].start()
 
-    # -- NCCL: payloads GPU to GPU ----------------------------------------------------------------
-    def _send_nccl(self, out: list, ready, sent) -> None:
-        """The snapshots of the probes, GPU to GPU, after the header (NCCL's ordering is per
-        communicator: the renderer receives them right after the header). Runs on the sender
-        thread, on the snapshots' device (a thread's current device starts at 0)."""
-        import torch
-
-        with torch.cuda.device(out[0].device):
-            torch.cuda.current_stream().wait_event(ready)  # the snapshot is complete (no host wait)
-            for o in out:
-                self.dist.send(o.reshape(-1), dst=self.renderer, group=self.nccl_group)
-            sent.record()  # after the sends (send() made this stream wait for them)
-
-    def _recv_nccl(self, header, src: int) -> None:
-        """Into receive buffers on the renderer's GPU that travel with ``header`` (the receiver's
-        buffer handoff covers them); their event orders the renderer's copy after the receive,
-        and the receive after the renderer's previous copy out of them (no host wait)."""
-        import torch
-
-        out, event = self._nccl_buffers.get(id(header)) or ([torch.empty_like(p.tensor) for p in self.probes],
-                                                            torch.cuda.Event())
-        with torch.cuda.device(out[0].device):  # this thread's current device starts at 0
-            torch.cuda.current_stream().wait_event(event)  # a no-op before the event's first record
-            for o in out:
-                self.dist.recv(o.reshape(-1), src=src, group=self.nccl_group)
-            event.record()
-        self._nccl_buffers[id(header)] = (out, event)
-
     # -- the renderer ---------------------------------------------------------------------------
-    def _gather(self) -> None:
+    def _gather(self, decided: bool | None = None) -> None:
         """Wait for every rank's message of this step (only when a frame is due: otherwise the
-        renderer does not wait at all), write them into the combined tensors, note who stopped."""
-        step, due = self.step_count, self.session.due(self.step_count)
+        renderer does not wait at all), write them into the combined tensors, note who stopped.
+        Collective mode (``decided`` is the step's broadcast decision): the payloads arrived
+        already (:meth:`_exchange`), so no wait; the headers bring the figures."""
+        step = self.step_count
+        due = self.session.due(step) if decided is None else decided
         me = self.ranks[self.renderer]
         me.step, me.steps_per_s, me.rss_bytes, me.device_bytes = step, self._steps_per_s(), rss_bytes(), \
             self._device_bytes()
@@ -337,11 +360,13 @@ class Gather:
             def ready():
                 return all(rcv.error or self.ranks[r].stopped or self.ranks[r].finished
                            or self.ranks[r].step >= step for r, rcv in self._receivers.items())
-            if due:
+            if due and not self.collective:
                 self.cond.wait_for(ready, timeout=self.timeout_s)
             messages, newly, now = {}, [], time.monotonic()
             for r, rcv in self._receivers.items():
                 s = self.ranks[r]
+                if due and self.collective:
+                    s.step = max(s.step, step)  # its payload of this step is in the inbox
                 if due and rcv.latest is not None:
                     messages[r] = rcv.take()
                     s.stopped = ""  # it sends (again)
@@ -354,7 +379,7 @@ class Gather:
                 if s.stopped:
                     newly.append(s.stopped)
         for why in newly:
-            print(f"caliper: {why}; the other ranks go on", file=sys.stderr)
+            logger.warning(f"{why}; the other ranks go on")
         t1 = time.perf_counter()
         self.waited_s += t1 - t0
         try:
@@ -369,26 +394,21 @@ class Gather:
     def _write(self, messages: dict) -> None:
         import torch
 
-        for p in self.probes:
+        for i, p in enumerate(self.probes):
             with p.panel.writing():
                 p.write(self.renderer, self.world, p.tensor.detach().reshape(-1).view(torch.uint8))
+                if self.collective:  # this step's payloads, received on this thread (_exchange)
+                    for r, inbox in self._inbox.items():
+                        p.write(r, self.world, inbox[i].reshape(-1).view(torch.uint8))
+                    continue
                 for r, buf in messages.items():
                     h = buf[:HEADER_BYTES].view(torch.float64).tolist()
                     if h[0] != MAGIC or h[2] != self._layout_code():
                         self.ranks[r].stopped = (f"rank {r} attached other probes: attach the same probes "
                                                  "(names, shapes, dtypes, order) on every rank")
                         continue
-                    if self.nccl:
-                        out, event = self._nccl_buffers[id(buf)]
-                        torch.cuda.current_stream().wait_event(event)
-                        data = out[self.probes.index(p)].reshape(-1).view(torch.uint8)
-                    else:
-                        start = HEADER_BYTES + p.offset
-                        data = buf[start:start + p.nbytes]
-                    p.write(r, self.world, data)
-        if self.nccl:  # the next receive into these buffers waits for the copies just queued
-            for buf in messages.values():
-                self._nccl_buffers[id(buf)][1].record()
+                    start = HEADER_BYTES + p.offset
+                    p.write(r, self.world, buf[start:start + p.nbytes])
 
     def _report(self) -> None:
         """Every panel's title and the status line name the stopped ranks; the recorder gets each

@@ -26,10 +26,10 @@ views read, so every view redraws through its ordinary staging path — draws
 one frame without touching the live tensors (no read is booked; training goes
 on writing them), and puts the live sources back. The views are byte-exact
 functions of their input, so the kept frame equals the live frame of that
-step. What a view drew with that its input does not hold (a point cloud's camera, labels and
-values: ``ViewBase.shown``) is kept with each frame and put back while the step is shown; other
-per-view state that is not a function of the current input (a histogram's overlay of older
-steps) shows as it is now.
+step; what a view drew with that is not a function of its input (a histogram's
+overlay of older steps, a point cloud's camera and host labels/values) is kept
+with the step when the view ``keeps_state`` (``kept_state()``, a reference) and
+handed back for the rewound frame (``show_kept``).
 
 :mod:`caliper_vk.live.input` maps space, ←/→, Home and End here; the status
 line's place shows a timeline scrubber while a kept step is shown.
@@ -48,6 +48,7 @@ from .. import chrome
 from ..engine import Buffer
 from ..engine.commands import Recorder
 from .history_copy import Layout, RingCopies, layout_key, make_layout
+from .memory import megabytes
 from .panels import Panel
 from .status import title_items
 
@@ -58,23 +59,23 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "m
 _SCRUB_WIDTH = 240
 
 
-def parse_budget(value) -> int:
-    """Bytes from a budget: an int, ``"256MB"``, ``"1.5GiB"``, ``"0"``; None or 0 is off."""
+def parse_budget(value, name: str = "history") -> int:
+    """Bytes from a budget: an int, ``"256MB"``, ``"1.5GiB"``, ``"0"``; None or 0 is off.
+    ``name``: the parameter, for the error message."""
     if value is None or value is False:
         return 0
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if value < 0:
-            raise ValueError(f"history budget must be >= 0 bytes, got {value}")
+            raise ValueError(f"{name} budget must be >= 0 bytes, got {value}")
         return int(value)
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmg]i?b|b)?\s*", str(value), re.IGNORECASE)
     if m is None:
-        raise ValueError(f"history={value!r} is not a byte budget; give bytes (an int) or a string "
-                         "such as '256MB', '1GiB' (0 or None turns the history off)")
+        raise ValueError(f"{name}={value!r} is not a byte budget; give bytes (an int) or a string "
+                         "such as '256MB', '1GiB' (0 or None: "
+                         + ("no history)" if name == "history" else "no limit)"))
     return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
 
 
-def megabytes(n: int) -> str:
-    return f"{n / 1e6:.0f} MB" if n >= 10**6 else f"{n / 1e3:.0f} kB"
 
 
 @dataclass
@@ -86,8 +87,8 @@ class Frame:
     nbytes: int
     inputs: tuple = ()
     versions: dict = field(default_factory=dict)  # panel name -> the view's data_version
-    shown: dict = field(default_factory=dict)  # panel name -> the view's ``shown`` (its camera ...)
     base: int = 0  # the frame's first byte in its chunk
+    states: dict = field(default_factory=dict)  # panel name -> the view's kept_state() (if any)
 
 
 class History:
@@ -101,9 +102,12 @@ class History:
         Bytes the ring may hold (:func:`parse_budget`).
     """
 
-    def __init__(self, device, budget):
+    def __init__(self, device, budget, cap: int | None = None):
         self.device = device
         self.budget = parse_budget(budget)
+        # Session(device_memory=): the ring allocates a chunk only while all the device memory
+        # Caliper holds stays within this (it stops growing at the chunks it has)
+        self.cap = cap
         self.frames: deque[Frame] = deque()
         self.chunks: list[Buffer | None] = []
         self.chunk_size = 0
@@ -149,6 +153,9 @@ class History:
                 self.refused = (f"a frame's inputs take {megabytes(total)}, over the "
                                 f"{megabytes(self.budget)} budget; raise history=")
                 return []
+            if self.cap is not None and self.chunks and self.device.memory_stats["allocated_bytes"] > self.cap:
+                self.clear()  # Caliper is over device_memory= (a panel's buffers): the ring gives way
+                self.device.collect()  # no frame in flight: its chunks go now
             self.refused = ""
             frames = self.frames
             if frames and frames[-1].step == step:
@@ -158,13 +165,17 @@ class History:
                 chunk = self._chunk
             else:
                 chunk = self._place(total)
+                if chunk is None:
+                    self.refused = (f"no room for a {megabytes(self.chunk_size)} chunk under "
+                                    f"device_memory={megabytes(self.cap)}")
+                    return []
             base = self._fill - total
-            versions, shown = {}, {}
+            versions, states = {}, {}
             for p in panels:
-                view = p.view
-                versions[p.name] = view.data_version
-                shown[p.name] = view.shown
-            frame = Frame(step, chunk, total, layout.inputs, versions, shown, base)
+                versions[p.name] = p.view.data_version
+                if p.view.keeps_state:
+                    states[p.name] = p.view.kept_state()
+            frame = Frame(step, chunk, total, layout.inputs, versions, base, states)
             # staged inputs are copied from the views' own staging buffers, written this frame
             # (the canvas prepares before the history keeps): the copies hold while they are the same
             staged = tuple([s.staged for _, s in layout.staged]) if layout.staged else ()
@@ -216,8 +227,9 @@ class History:
         self._recorder = Recorder(self.device)
         return self._recorder
 
-    def _place(self, total: int) -> int:
-        """The chunk that takes the next ``total`` bytes (dropping the oldest frames there)."""
+    def _place(self, total: int) -> int | None:
+        """The chunk that takes the next ``total`` bytes (dropping the oldest frames there);
+        None when there is no chunk and no room under :attr:`cap` for one."""
         self._total = total  # keep() finds room in the same chunk without this call
         size = max(total, self.budget // CHUNKS)
         if size != self.chunk_size:  # the first frame, or frames grew past a chunk: start over
@@ -225,7 +237,15 @@ class History:
             self.chunk_size = size
             self.chunks = [None] * max(1, self.budget // size)
         if self._chunk < 0 or self._fill + total > self.chunk_size:
-            self._chunk = (self._chunk + 1) % len(self.chunks)
+            following = (self._chunk + 1) % len(self.chunks)
+            if self.chunks[following] is None and not self._room():
+                # chunks are made in ring order, so those made are the first ones: the ring
+                # keeps to them (its oldest frames give way) instead of growing past the cap
+                made = [c for c in self.chunks if c is not None]
+                if not made:
+                    return None
+                self.chunks, following = made, 0
+            self._chunk = following
             self._fill = 0
             while self.frames and self.frames[0].chunk == self._chunk:
                 self.frames.popleft()  # the oldest frames give their chunk up
@@ -233,6 +253,9 @@ class History:
                 self.chunks[self._chunk] = Buffer(self.device, self.chunk_size, host_visible=False)
         self._fill += total
         return self._chunk
+
+    def _room(self) -> bool:
+        return self.cap is None or self.device.memory_stats["allocated_bytes"] + self.chunk_size <= self.cap
 
     def clear(self) -> None:
         """Drop every kept frame and free the ring (deferred until the GPU is done)."""
@@ -425,8 +448,6 @@ def _swap_in(panel, arrays: dict, frame: Frame):
     A panel attached after the step has nothing kept: it shows zeros, and its title says so."""
     saved = [(s, s.array, s.imported, s.live) for _, s in panel.inputs]
     version = panel.view.data_version
-    shown = frame.shown.get(panel.name)
-    now = panel.view.show(shown) if shown is not None else None  # the camera ... it was drawn with
     missing = False
     for i, (_, source) in enumerate(panel.inputs):
         a = arrays.get((panel.name, i))
@@ -436,14 +457,14 @@ def _swap_in(panel, arrays: dict, frame: Frame):
         source.array, source.imported, source.live = a, None, True
     panel.view.data_version = frame.versions.get(panel.name, version)
     panel._history_missing = missing
+    restore_view = panel.view.show_kept(frame.states.get(panel.name))
 
     def restore():
         for source, array, imported, live in saved:
             source.array, source.imported, source.live = array, imported, live
         panel.view.data_version = version
-        if now is not None:
-            panel.view.show(now)
         panel._history_missing = False
+        restore_view()
     return restore
 
 

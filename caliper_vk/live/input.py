@@ -12,9 +12,9 @@ displays).
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
+from .._log import logger
 
 
 def _window_size(window) -> tuple[int, int]:
@@ -88,4 +88,4 @@ def handle(session, events) -> None:
             folder = session.out_dir or Path.cwd()
             path = session.save_png(folder / f"caliper_{time.strftime('%Y%m%d_%H%M%S')}.png")
             session.message = f"saved {path}"
-            print(f"caliper: saved {path}", file=sys.stderr)
+            logger.info(f"saved {path}")

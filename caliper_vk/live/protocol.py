@@ -30,6 +30,7 @@ frames. The object knows nothing of the session: the session books reads
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 
@@ -65,8 +66,14 @@ class WriteRead:
         self.want_read = False  # the renderer (on another thread) is waiting for a gap
         self.value = 0  # the latest value handed out; the timeline reaches each in order
         self.written = False  # a write's exit was signalled since the latest read was booked
+        self.read_value = 0  # the value the latest booked read signals (a frame's, the renderer's)
         self.wait_s = 0.0  # the producer's total wait
         self.writes = 0  # writes through writing()
+        # CUDA: raises when a frame would be booked during graph capture (else None)
+        # MPS: signals a frame's own value with no device sync (only for producers that write
+        # through writing(), whose exits synchronise); else None
+        self._unchanged = getattr(sync, "unchanged", None)
+        self.refuse_capture = getattr(sync, "refuse_capture", None)
 
     @property
     def writing_now(self) -> bool:
@@ -92,10 +99,15 @@ class WriteRead:
                     self._turn.wait_for(lambda: not self.want_read, timeout=0.05)
                 target = self.value  # every frame booked so far has finished reading here
                 self.depth += 1
+            t0 = time.perf_counter()
             try:
-                t0 = time.perf_counter()
                 self.sync.before_write(target)  # CUDA: queued on the stream, no CPU wait
-                self.wait_s += time.perf_counter() - t0
+            except BaseException:  # refused (CUDA graph capture) or failed: no write, no value
+                with self.lock:
+                    self.depth -= 1
+                raise
+            self.wait_s += time.perf_counter() - t0
+            try:
                 self.writes += 1  # writes through writing(): new values, unlike a redraw
                 yield
             finally:
@@ -125,11 +137,14 @@ class WriteRead:
             # Host memory needs no such value: its writes are complete when the producer's code
             # returns, so the frame waits for the latest value handed out (its last read's).
             self.value += 1
-            if self.ordered or self.mirrored:
+            if self.ordered and self.writes and self._unchanged is not None and not self.mirrored:
+                self._unchanged(self.value)  # MPS: the writes were synchronised at their exits
+            elif self.ordered or self.mirrored:
                 self.sync.after_write(self.value - 1, self.value)
             else:
                 self.timeline.signal(self.value)  # the negative control: from the host, unordered
         self.value += 1
+        self.read_value = self.value
         self.written = False
         if self.want_read:  # a producer may be waiting for this read (none waits otherwise)
             self.want_read = False
@@ -144,6 +159,28 @@ class WriteRead:
             if timeline.wait(value - 1, ABANDON_TIMEOUT_NS) and timeline.value < value:
                 timeline.signal(value)
 
+    def stop(self) -> None:
+        """Drawing stopped for good (a renderer fault, a lost device): producers never wait
+        again, and every value a producer's stream may already wait on (the latest booked
+        read's; the producer signals its own exits itself) is reached. The frames booked so far
+        get :data:`ABANDON_TIMEOUT_NS` to signal it; otherwise (the device is lost, or a frame
+        was never submitted) an exporter that can (CUDA: ``sync.release``) signals it from its
+        own side, so training never hangs on a renderer that is gone."""
+        self.stopped = True
+        release = getattr(self.sync, "release", None)
+        with self.lock:
+            value = self.read_value  # what the renderer owes; the producer signals its own values
+        if release is None or value == 0:
+            return
+        with contextlib.suppress(Exception):  # a lost device raises here
+            if self.timeline.value >= value or self.timeline.wait(value, ABANDON_TIMEOUT_NS):
+                return
+        try:
+            release(value)
+        except Exception as exc:  # nothing more can be done; say so rather than hang silently
+            print(f"caliper: could not release the producer's stream after the fault ({exc})",
+                  file=sys.stderr)
+
     def ask_for_gap(self) -> None:
         """The renderer found the producer mid-write: ask it to leave a gap next time."""
         if self.writing_now:
@@ -156,7 +193,14 @@ def book_reads(panels) -> list | None:
     are taken in the given order (producers only ever hold one), so nothing is booked and then
     cancelled — a cancelled value could not be signalled without moving a timeline backwards.
 
-    Per frame and panel: plain loops (a comprehension is a call of its own)."""
+    Per frame and panel: plain loops (a comprehension is a call of its own).
+
+    A CUDA panel refuses a frame booked while torch's stream captures a CUDA graph
+    (``CudaGraphCaptureError``, raised before anything is booked)."""
+    for panel in panels:
+        refuse = panel.protocol.refuse_capture
+        if refuse is not None:
+            refuse()
     held = []
     try:
         open_write = False

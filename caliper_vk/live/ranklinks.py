@@ -13,10 +13,10 @@ only reports a peer that is gone.
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass
+from .._log import logger
 
 TAG = 0x0CA1  # p2p tag of Caliper's messages on its group
 HEADER_WORDS = 8  # float64: magic, step, layout, payload bytes, steps/s, rss bytes, device bytes, finished
@@ -37,6 +37,15 @@ def rss_bytes() -> float:
     return rss() or 0.0
 
 
+def host_buffer(nbytes: int, pinned: bool):
+    """A message buffer: pinned (page-locked) when it carries CUDA probes' bytes and CUDA is
+    there, so the copies between it and the GPU need no pageable bounce."""
+    import torch
+
+    pin = pinned and torch.cuda.is_available()
+    return torch.empty(nbytes, dtype=torch.uint8, pin_memory=pin)
+
+
 @dataclass
 class RankState:
     """What the renderer knows of one rank."""
@@ -55,12 +64,10 @@ class Sender(threading.Thread):
     """A sending rank's thread: sends the latest offered message; a newer one replaces one
     still waiting (never the one being sent)."""
 
-    def __init__(self, group, dst: int, nbytes: int, send):
+    def __init__(self, group, dst: int, nbytes: int, send, pinned: bool = False):
         super().__init__(name="caliper-send", daemon=True)
-        import torch
-
         self.group, self.dst, self._send = group, dst, send
-        self.free = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(3)]
+        self.free = [host_buffer(nbytes, pinned) for _ in range(3)]
         self.pending = None
         self.cond = threading.Condition()
         self.error = ""
@@ -97,8 +104,8 @@ class Sender(threading.Thread):
                 self.sent += 1
             except Exception as exc:  # the renderer is gone: stop sending, training goes on
                 self.error = short(exc)
-                print(f"caliper: rank's probes no longer reach the renderer ({self.error}); "
-                      "training continues", file=sys.stderr)
+                logger.warning(f"rank's probes no longer reach the renderer ({self.error}); "
+                               "training continues")
                 return
             finally:
                 with self.cond:
@@ -112,12 +119,11 @@ class Receiver(threading.Thread):
     :attr:`latest` (a newer message replaces it), at most one taken by the renderer
     (:meth:`take`, then :meth:`give_back`), so a buffer is never written while read."""
 
-    def __init__(self, rank: int, nbytes: int, recv, cond: threading.Condition, state: RankState):
+    def __init__(self, rank: int, nbytes: int, recv, cond: threading.Condition, state: RankState,
+                 pinned: bool = False):
         super().__init__(name=f"caliper-recv-{rank}", daemon=True)
-        import torch
-
         self.rank, self._recv, self.cond, self.state = rank, recv, cond, state
-        self.free = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(3)]
+        self.free = [host_buffer(nbytes, pinned) for _ in range(3)]
         self.latest = None  # the newest complete message not yet taken
         self.error = ""
 

@@ -19,7 +19,6 @@ status line (:mod:`.status`) are modules of their own.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -39,12 +38,14 @@ from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
 from .history import History, Rewind
 from .history import parse_budget as parse_history
 from .layout import lay_out
+from .memory import DeviceMemoryError, fit_device_memory
 from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import LIVE_FPS, open_sinks
 from .status import Status, refresh_chrome, session_status
+from .._log import logger
 
 
 class Session(Rewind):
@@ -97,7 +98,7 @@ class Session(Rewind):
                  sync: bool = True, title: str = "Caliper", device=None, max_fps="auto",
                  budget: float | str | None = DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS,
                  history=DEFAULT_HISTORY, video=None, fps: float = 30.0, host: str = "127.0.0.1",
-                 port: int = 8765):
+                 port: int = 8765, device_memory=None):
         check_max_fps(max_fps)
         self.budget = Budget(budget, min_fps)
         history_bytes = parse_history(history)
@@ -143,7 +144,9 @@ class Session(Rewind):
         self._status_time = -1.0
         self._status_message = ""
         self._read_back_next = False  # render(): copy the next frame to host memory in its submission
-        self.history = History(self.device, history_bytes) if history_bytes else None
+        # a cap on the device memory Caliper holds ("512MB"; history first: fit_device_memory)
+        self.device_memory = parse_history(device_memory, "device_memory") or None
+        self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
 
@@ -185,6 +188,11 @@ class Session(Rewind):
         self._wait_idle()
         self.panels.append(panel)
         self._layout()
+        try:
+            fit_device_memory(self.device, self.history, self.device_memory, f"attaching {name}")
+        except DeviceMemoryError:
+            panel.close()
+            raise
         return panel
 
     def _build(self, view, name: str) -> str | None:
@@ -223,8 +231,8 @@ class Session(Rewind):
         self.canvas = lay_out(self.device, width, height, self.panels, self.status_bar)
         self._protocols = [p.protocol for p in self.panels if p.protocol is not None]  # per frame
         self._plan = None
-        if self.budget.share is not None and self.device.info.kind == "cpu":
-            self.canvas.profile()  # frames run on the training's cores: the budget counts them
+        if self.budget.share is not None and self.device.timestamps:
+            self.canvas.profile()  # a frame's device time is training's too: the budget counts it
         self._layout_due = False
         if self.window:
             self.window.bind_canvas(self.canvas)
@@ -407,7 +415,7 @@ class Session(Rewind):
         panel.error = why
         self._layout_due = True  # its notice replaces it from the next frame
         self.message = f"{panel.name} stopped"
-        print(f"caliper: {why}", file=sys.stderr)
+        logger.warning(why)
 
     def _fault(self, exc: Exception) -> None:
         """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
@@ -415,10 +423,10 @@ class Session(Rewind):
         self.failed = f"{type(exc).__name__}: {exc}"
         for p in self.panels:
             if p.protocol is not None:
-                p.protocol.stopped = True
+                p.protocol.stop()  # and every value a CUDA stream may wait on is reached
         self.message = f"renderer error: {type(exc).__name__}; drawing stopped"
-        print(f"caliper: drawing failed ({type(exc).__name__}: {exc}); training continues, "
-              "drawing stops", file=sys.stderr)
+        logger.warning(f"drawing failed ({type(exc).__name__}: {exc}); training continues, "
+                       "drawing stops")
 
     def _window_closed(self) -> None:
         if self._window_gone:
@@ -426,11 +434,10 @@ class Session(Rewind):
         self._window_gone = True
         if getattr(self.window, "lost", False):
             self.message = "display lost; drawing stopped"
-            print("caliper: the display was lost; training continues without drawing", file=sys.stderr)
+            logger.warning("the display was lost; training continues without drawing")
         else:
             self.message = "window closed; drawing stopped"
-            print("caliper: the window was closed; training continues without drawing",
-                  file=sys.stderr)
+            logger.info("the window was closed; training continues without drawing")
         self._wait_idle()
 
     # -- reporting ---------------------------------------------------------------------------

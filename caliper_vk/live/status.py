@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from .. import chrome
 from ..chrome import LABEL_BACKGROUND, TextStrip
+from ..engine.icd import cpu_fallback_note
 from ..exporters import PATH_HOST, PATH_ZERO_COPY
+from .memory import megabytes
 
 
 @dataclass
@@ -37,6 +39,11 @@ class Status:
     producer_wait_ms: float = 0.0  # mean host wait per write for frames still reading
     history: str = ""  # what the rewind history keeps (``history: steps 760–1000, 96 MB``)
     budget: str | None = None  # the overhead budget and the share measured (``≤5% of training: 4.1%``)
+    # device memory Caliper allocated (canvases, mirrors, history, buffers); shown for GPUs, where it
+    # is memory the training cannot have (a CPU device's is host memory, counted in the process's)
+    device_memory: int = 0
+    device_memory_cap: int | None = None  # Session(device_memory=)
+    gpu: bool = False
 
     def line(self) -> str:
         parts = [self.device]
@@ -60,6 +67,9 @@ class Status:
             parts.append(f"≤{self.max_fps:g} fps")
         if self.history:
             parts.append(self.history)
+        if self.gpu and self.device_memory:
+            parts.append(f"holds {megabytes(self.device_memory)} of device memory"
+                         + (f" (cap {megabytes(self.device_memory_cap)})" if self.device_memory_cap else ""))
         if self.paused:
             parts.append("PAUSED (space)")
         if self.message:
@@ -74,8 +84,10 @@ def session_status(session) -> Status:
     """A :class:`Status` of ``session`` now (``Session.status()``)."""
     window = session.window
     panels = session.panels
+    info = session.device.info
+    gap = cpu_fallback_note(info)  # an NVIDIA GPU without its Vulkan driver: say why, and the fix
     return Status(
-        device=f"{session.device.info.name} ({session.device.info.kind})",
+        device=f"{info.name} ({info.kind})" + (f" [{gap}]" if gap else ""),
         panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason) for p in panels],
         frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
         step=session.step_count, frame_ms=session.pacing.frame_ms,
@@ -86,7 +98,9 @@ def session_status(session) -> Status:
         history=session.history.summary() if session.history else "",
         producer_wait_ms=1000 * sum(p.producer_wait_s for p in panels)
         / max(1, sum(p.producer_writes for p in panels)),
-        budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0))
+        budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0),
+        device_memory=session.device.memory_stats["allocated_bytes"], device_memory_cap=session.device_memory,
+        gpu=session.device.info.kind != "cpu")
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:

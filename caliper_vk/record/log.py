@@ -144,7 +144,9 @@ class LogWriter:
 
     def __init__(self, path, header: dict):
         self.path = Path(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL, 0o644)
+        # O_BINARY (Windows): without it every "\n" is written as "\r\n" and the reader finds no checksum
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        self._fd = os.open(self.path, flags, 0o644)
         self.write({"t": "header", "schema": LOG_SCHEMA, **header})
 
     @property

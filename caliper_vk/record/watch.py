@@ -39,11 +39,18 @@ EPS = 1e-12
 
 
 def _rss_bytes() -> float | None:
+    """The process's resident memory: from /proc (Linux), else from psutil where it is installed
+    (macOS, Windows: ``pip install 'caliper-vk[memory]'``), else None (the metric stays missing)."""
     try:
         with open("/proc/self/statm") as f:
             return float(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil
+    except ImportError:
         return None
+    return float(psutil.Process().memory_info().rss)
 
 
 def _norms(tensors) -> list[float]:

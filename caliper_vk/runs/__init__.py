@@ -36,9 +36,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-
-from . import digits_cnn, digits_mlp, reverse_transformer, super_resolution
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -52,18 +51,32 @@ class Example:
     summary: str
 
 
-def _mlp(cfg):
-    return lambda out_dir, **kw: digits_mlp.train(out_dir, cfg, **kw)
+# The training scripts import torch: they load when a run is trained, so listing and viewing the
+# bundled runs (caliper view) needs no torch.
+def _script(module: str) -> Callable[..., Path]:
+    return lambda out_dir, **kw: import_module(f".{module}", __name__).train(out_dir, **kw)
 
+
+def _mlp(config: str) -> Callable[..., Path]:
+    """The digits MLP trained with ``digits_mlp.MAIN`` or the sweep's configuration ``config``."""
+    def train(out_dir, **kw):
+        digits_mlp = import_module(".digits_mlp", __name__)
+        cfg = digits_mlp.MAIN if config == "MAIN" else digits_mlp.SWEEP[config]
+        return digits_mlp.train(out_dir, cfg, **kw)
+    return train
+
+
+SWEEP_NAMES = ("sweep_lr1e-5", "sweep_width2", "sweep_width256_n40", "sweep_lr1")  # digits_mlp.SWEEP's keys
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in [
-    Example("digits_mlp", _mlp(digits_mlp.MAIN), "digits MLP, relu1/relu2 probes"),
-    Example("digits_cnn", digits_cnn.train, "digits CNN, kernels and feature maps"),
-    Example("reverse_transformer", reverse_transformer.train, "string reversal, attention probes, clipping"),
-    *(Example(name, _mlp(cfg), summary) for (name, cfg), summary in zip(digits_mlp.SWEEP.items(), [
+    Example("digits_mlp", _mlp("MAIN"), "digits MLP, relu1/relu2 probes"),
+    Example("digits_cnn", _script("digits_cnn"), "digits CNN, kernels and feature maps"),
+    Example("reverse_transformer", _script("reverse_transformer"),
+            "string reversal, attention probes, clipping"),
+    *(Example(name, _mlp(name), summary) for name, summary in zip(SWEEP_NAMES, [
         "sweep: learning rate 1e-5", "sweep: width 2", "sweep: width 256 on 40 examples",
         "sweep: learning rate 1"], strict=True)),
-    Example("super_resolution", super_resolution.train, "x2 super-resolution, PSNR/SSIM against bicubic"),
+    Example("super_resolution", _script("super_resolution"), "x2 super-resolution, PSNR/SSIM against bicubic"),
 ]}
 
 

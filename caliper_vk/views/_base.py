@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..engine import Buffer, ComputePipeline, shaders
+from ..engine.shaders.params import RANGE as RG
 from . import _exact
 
 MAX_GROUPS = 65535
@@ -82,9 +83,32 @@ def resolve_range(data: np.ndarray, spec) -> tuple[float, float]:
     return float(np.float32(lo)), float(np.float32(hi))
 
 
+def range_mode(spec) -> tuple[int, float, float]:
+    """(mode, fixed lo, fixed hi) of a valid ``value_range`` for the device's resolve pass
+    (engine/shaders/range_resolve.comp): the mode is ``RANGE.MODE_AUTO``, ``MODE_SYMMETRIC`` or
+    ``MODE_FIXED`` (then with the pair as float32)."""
+    if isinstance(spec, str) and spec in ("auto", "symmetric"):
+        return (RG.MODE_AUTO if spec == "auto" else RG.MODE_SYMMETRIC), 0.0, 0.0
+    resolve_range(np.zeros(1, np.float32), spec)  # names the problem of a bad string or pair
+    lo, hi = (float(np.float32(v)) for v in spec)
+    return RG.MODE_FIXED, lo, hi
+
+
+def record_range_pass(rec, range_set, count: int = 1) -> None:
+    """Record the resolve pass (range_resolve.comp) for ``count`` ranges, between barriers: it
+    reads what the stats pass wrote and the drawing passes read what it writes."""
+    rec.barrier()
+    rec.dispatch(range_set, -(-count // 64))
+    rec.barrier()
+
+
 def lut_scale(lo: float, hi: float, last: int = 255) -> float:
     """The float32 factor mapping [lo, hi] onto [0, last] (computed on the host)."""
     return float(np.float32(last / (float(np.float32(hi)) - float(np.float32(lo)))))
+
+
+def _nothing() -> None:
+    return None
 
 
 class ViewBase:
@@ -112,10 +136,6 @@ class ViewBase:
         # that frame's counters (finish(): stats) are the last ones again; a live session's frame
         # plan then skips reading them. Only views that check all of that set it.
         self.unchanged = False
-        # What the last prepare() drew with that the inputs do not hold (a point cloud's camera,
-        # labels and values), or None: the live history keeps it with each frame and puts it
-        # back with show(shown) while the frame's step is shown again (rewind).
-        self.shown = None
 
     def _buffer(self, name: str, nbytes: int, host_visible: bool = True) -> Buffer:
         """A named buffer of at least ``nbytes``; growing it makes the view stale."""
@@ -167,6 +187,21 @@ class ViewBase:
         if old is not source and old.imported is not None and old.imported is not source.imported:
             old.close()
 
+    # True when a rewound frame needs more than the step's input bytes (kept_state)
+    keeps_state = False
+
+    def kept_state(self):
+        """What a rewound frame of this step needs besides its inputs' bytes (when
+        :attr:`keeps_state`). A live session's history keeps it with the step (every frame,
+        after ``prepare``: keep it cheap, a reference rather than a copy) and hands it to
+        :meth:`show_kept`."""
+        return None
+
+    def show_kept(self, state):
+        """Draw the next frame as the kept step was drawn (``state``: its :meth:`kept_state`,
+        None when it kept none); returns the function that puts the live state back."""
+        return _nothing
+
     def legend(self) -> list:
         """The right-hand part of the panel's title bar: items as in :mod:`caliper_vk.chrome`
         (a colour ramp with its value range, class swatches, a trace's last value)."""
@@ -209,7 +244,6 @@ class ArrayView(ViewBase):
 
     def _set_source(self, source) -> None:
         self._replace_source(source)
-        self._range_cache = None
         self._dirty.add("data")
 
     @property
@@ -232,12 +266,62 @@ class ArrayView(ViewBase):
 
 
 class RangedView(ArrayView):
-    """An array view whose colours or axis span one value range (``value_range``)."""
+    """An array view whose colours or axis span one value range (``value_range``).
+
+    The range is resolved on the device, in the frame that draws it: the view's stats pass
+    keeps the finite min/max of the values where they live (orderable keys at stats words
+    ``range_words[0]``, ``+1``; with several ranges, all the min keys then all the max keys),
+    the resolve pass (range_resolve.comp, parameters from
+    :meth:`_range_params`) writes (lo, hi, scale) at ``range_words[1]`` for the drawing
+    passes, and :meth:`_read_range` takes them back with the frame's counters: what titles
+    and legends show. The host reads no value for it. :meth:`reference_range` is the twin.
+    """
+
+    range_words = (5, 7)  # stats words of the (min, max) keys and of (lo, hi, scale)
+    shown_range: tuple[float, float] | None = None
+
+    def range_last(self) -> int:
+        """The top of the scale's target interval: ``scale = last / (hi - lo)``."""
+        return 255
+
+    def _set_source(self, source) -> None:
+        super()._set_source(source)
+        self.shown_range = None
 
     @property
     def range(self) -> tuple[float, float]:
-        """The (lo, hi) its colours or axes span for the current values (cached per data
-        version; a live source is re-read every frame)."""
-        if self._range_cache is None or self.source.live:
-            self._range_cache = resolve_range(self.data, self.value_range)
-        return self._range_cache
+        """The (lo, hi) the last frame drew with (read back with its counters); before a frame
+        has drawn the current source, the twin's range of its host values."""
+        if self.shown_range is not None:
+            return self.shown_range
+        lo, hi, _ = self.reference_range()
+        return float(lo), float(hi)
+
+    def reference_range(self, values=None, last=None) -> tuple:
+        """(lo, hi, scale) as float32, computed from ``values`` (default: :attr:`data`) as the
+        stats and resolve passes compute them on the device, bit for bit."""
+        mode, flo, fhi = range_mode(self.value_range)
+        kmin, kmax = (_exact.NO_KEY, 0) if mode == RG.MODE_FIXED else _exact.finite_keys(
+            self.data if values is None else values)
+        return _exact.device_range(mode, kmin, kmax, flo, fhi, self.range_last() if last is None else last)
+
+    def count_bounds(self) -> tuple[float, float]:
+        """The (lo, hi) the stats pass counts values below / above: a fixed range's own; none
+        (-inf, inf) for a range made from the values, which holds them all."""
+        mode, flo, fhi = range_mode(self.value_range)
+        if mode != RG.MODE_FIXED:
+            return float("-inf"), float("inf")
+        lo, hi, _ = _exact.device_range(mode, 0, 0, flo, fhi, 1)
+        return float(lo), float(hi)
+
+    def _range_params(self, count: int = 1, last=None) -> np.ndarray:
+        mode, flo, fhi = range_mode(self.value_range)
+        return RG.pack({"MODE": mode, "COUNT": count, "KEYS": self.range_words[0],
+                        "OUT": self.range_words[1], "LAST": self.range_last() if last is None else last,
+                        "LO": flo, "HI": fhi})
+
+    def _read_range(self, words: list[int]) -> None:
+        """Keep the frame's (lo, hi) from its stats words (read back by ``finish``)."""
+        at = self.range_words[1]
+        lo, hi = np.asarray(words[at: at + 2], np.uint32).view(np.float32)
+        self.shown_range = (float(lo), float(hi))

@@ -81,3 +81,68 @@ def pack_rgba(rgba) -> int:
 
 def f32_bits(x) -> int:
     return int(np.asarray(x, dtype=F32).view(np.uint32))
+
+
+# -- value ranges resolved on the device (engine/shaders/range.glsl) ----------------------------------
+
+NO_KEY = 0xFFFFFFFF  # the min key of a reduction that saw no finite value
+TINY = np.uint32(0x0D800000).view(F32)  # 2^-100: narrower ranges are widened
+FLT_MAX = np.uint32(0x7F7FFFFF).view(F32)
+HALF = F32(0.5)
+
+
+def finite_keys(values) -> tuple[int, int]:
+    """The stats pass's (min key, max key) over the finite values, flushed (``NO_KEY, 0`` when
+    there is none): the same extremes in whatever order the atomics ran."""
+    v = np.asarray(values, F32).reshape(-1)
+    fin = ftz(v[classify(v) == FINITE])
+    if not fin.size:
+        return NO_KEY, 0
+    return int(orderable(fin.min())), int(orderable(fin.max()))
+
+
+def recip_mantissa(m):
+    """``recip_mantissa`` in range.glsl: 1/m for m in [1, 2), four Newton steps in float32."""
+    m = F32(m)
+    r = F32(np.uint32(0x3FB4B4B5).view(F32) - F32(np.uint32(0x3EF0F0F1).view(F32) * m))
+    one = F32(1.0)
+    for _ in range(4):
+        e = F32(one - F32(m * r))
+        r = F32(r + F32(r * e))
+    return r
+
+
+def range_scale(lo, hi, last) -> np.float32:
+    """``range_scale`` in range.glsl: ``last / (hi - lo)`` with no division, bit for bit."""
+    with np.errstate(all="ignore"):
+        dh = ftz(F32(ftz(F32(hi) * HALF) - ftz(F32(lo) * HALF)))
+        db = int(bits(dh))
+        e = (db >> 23) - 127
+        m = np.uint32((db & 0x007FFFFF) | 0x3F800000).view(F32)
+        s = ftz(F32(F32(last) * recip_mantissa(m)))
+    sb = int(bits(s))
+    biased = (sb >> 23) - (e + 1)
+    if biased <= 0:
+        return F32(0.0)
+    return np.uint32((sb & 0x807FFFFF) | (biased << 23)).view(F32)
+
+
+def device_range(mode: int, kmin: int, kmax: int, fixed_lo, fixed_hi, last) -> tuple:
+    """``resolve_range`` in range.glsl: (lo, hi, scale) as float32, bit for bit. ``mode`` is
+    RANGE.MODE_FIXED / MODE_AUTO / MODE_SYMMETRIC (engine/shaders/params.py)."""
+    lo, hi = F32(fixed_lo), F32(fixed_hi)
+    if mode != 0:
+        if kmin == NO_KEY:
+            lo, hi = F32(0.0), F32(1.0)
+        else:
+            lo, hi = F32(from_orderable(kmin)), F32(from_orderable(kmax))
+            if mode == 2:
+                hi = max(abs(lo), abs(hi))
+                lo = -hi
+    with np.errstate(all="ignore"):
+        dh = ftz(F32(ftz(F32(hi * HALF)) - ftz(F32(lo * HALF))))
+        if not dh >= TINY:
+            pad = max(ftz(F32(abs(lo) * HALF)), HALF)
+            lo = max(F32(ftz(F32(lo - pad))), -FLT_MAX)
+            hi = min(F32(ftz(F32(hi + pad))), FLT_MAX)
+    return F32(lo), F32(hi), range_scale(lo, hi, last)

@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..engine.shaders.params import POINTCLOUD as PC
+from ..engine.shaders.params import RANGE
 from . import _exact
 
 F32 = np.float32
@@ -98,29 +99,9 @@ def device_value_keys(values: np.ndarray) -> tuple[int, int]:
 
 def device_value_range(keys, symmetric: bool) -> tuple[F32, F32, F32]:
     """``pointcloud_fit.comp: value_range``: (lo, hi, VSCALE) for the value keys ``keys``
-    (:func:`device_value_keys`), the same float32 steps."""
-    lo, hi = F32(0), F32(1)
-    with np.errstate(all="ignore"):
-        if keys[0] != 0xFFFFFFFF:
-            lo = F32(_exact.from_orderable(U32(keys[0])))
-            hi = F32(_exact.from_orderable(~U32(keys[1])))
-            if symmetric:
-                m = max(abs(lo), abs(hi))
-                lo, hi = -m, m
-        w = _f(hi - lo)
-        if not w >= F32(1e-30):
-            pad = max(_f(abs(lo) * F32(0.5)), F32(0.5))
-            lo, hi = _f(lo - pad), _f(hi + pad)
-        d = _f(hi - lo)
-        vscale = F32(0)
-        if _exact.classify(d) == _exact.FINITE:
-            q = min(max(((int(np.asarray(d, F32).view(U32)) >> 23) & 0xFF) - 127, -126), 126)
-            dp = _f(d * _pow2(-q))
-            y = np.asarray(0x7EF311C3 - int(np.asarray(dp, F32).view(U32)), U32).view(F32)[()]
-            for _ in range(PC.RECIP_STEPS):
-                y = _f(y * _f(F32(2) - _f(dp * y)))
-            vscale = _f(F32(255) * _f(y * _pow2(-q)))
-    return F32(lo), F32(hi), F32(vscale)
+    (:func:`device_value_keys`), by every view's device range rule (``_exact.device_range``)."""
+    mode = RANGE.MODE_SYMMETRIC if symmetric else RANGE.MODE_AUTO
+    return _exact.device_range(mode, keys[0], int(~U32(keys[1])), 0.0, 1.0, F32(255))
 
 
 def radius_of(words: dict[int, int]) -> float:

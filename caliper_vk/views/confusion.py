@@ -103,7 +103,6 @@ class Confusion(TextGrid):
             top = float(np.nanmax(counts)) if counts.size and np.isfinite(counts).any() else 1.0
             self.value_range = (0.0, max(top, 1.0))
             self.source = self.counts_source  # drawn straight from the counts (zero-copy when live)
-        self._range_cache = None
         self._dirty.add("data")
         self._update_text(counts)
 

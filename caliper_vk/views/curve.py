@@ -7,18 +7,24 @@ downsampling; with fewer, the line between values interpolated at each column.
 top: the raw trace stays visible around it and its values are untouched. NaN
 and Inf samples are not drawn (a column of only missing samples is an honest
 gap) and are counted. :meth:`Curve.reference` is the numpy twin.
+
+Everything that depends on the values is computed on the device in the frame
+that draws them: the value range (the heatmap's stats pass, then the resolve
+pass), the EMA and the last finite sample (curve_smooth.comp, one invocation in
+sample order); the title shows what the frame read back.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import chrome, smoothing
+from .. import chrome
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import CURVE as CV
-from ._base import RangedView, lut_scale, pipeline, resolve_range
+from ..engine.shaders.params import CURVE as CV, HEATMAP as HM
+from ._base import RangedView, pipeline, record_range_pass, resolve_range
 from ._source import Source
+from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass
 
 F32 = np.float32
 NO_ROWS = 0xFFFFFFFF
@@ -28,9 +34,30 @@ RAW_COLOR = (120, 160, 200, 255)
 SMOOTH_COLOR = (255, 127, 14, 255)
 
 
-def ema(values: np.ndarray, alpha: float) -> np.ndarray:
-    """Exponential moving average skipping non-finite samples (they stay non-finite)."""
-    return smoothing.ema(values.reshape(-1), alpha).astype(F32).reshape(values.shape)
+def ema_weights(alpha: float) -> tuple:
+    """(alpha, 1 - alpha) as the float32 words the smoothing pass multiplies by."""
+    return F32(alpha), F32(1.0 - float(F32(alpha)))
+
+
+def ema32(values: np.ndarray, alpha: float) -> np.ndarray:
+    """The EMA curve_smooth.comp computes, bit for bit: ``y_k = alpha * y_(k-1) + (1 - alpha) * x_k``
+    over the finite samples in float32, each product and sum flushed; NaN at non-finite ones."""
+    a, b = ema_weights(alpha)
+    v = np.asarray(values, F32).reshape(-1)
+    finite = _exact.classify(v) == _exact.FINITE
+    x = _exact.ftz(np.where(finite, v, F32(0)))
+    out = np.full(v.shape, np.nan, F32)
+    idx = np.flatnonzero(finite)
+    if not idx.size:
+        return out
+    ftz = _exact.ftz
+    y = x[idx[0]]
+    ys = [y]
+    for i in idx[1:].tolist():
+        y = ftz(F32(ftz(F32(a * y)) + ftz(F32(b * x[i]))))
+        ys.append(y)
+    out[idx] = ys
+    return out
 
 
 class Curve(RangedView):
@@ -51,8 +78,7 @@ class Curve(RangedView):
             raise ValueError(f"smoothing must be in (0, 1) (an EMA weight), got {smoothing!r}")
         self.value_range, self.smoothing = value_range, smoothing
         self.source = Source(np.zeros(0, F32))
-        self._range_cache = None
-        self.smoothed = None
+        self.last_value = None  # the last finite sample the last frame read (finish)
         if data is not None:
             self.set_data(data)
 
@@ -68,17 +94,20 @@ class Curve(RangedView):
     def _smooth(self) -> np.ndarray:
         if self.smoothing is None:
             return np.zeros(0, F32)
-        return ema(self.data, self.smoothing)
+        return ema32(self.data, self.smoothing)
+
+    def range_last(self) -> int:
+        return max(self.rect.height - 1, 1) if self.rect is not None else 1
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
-        lo, hi = self.range
         n = self.source.array.size
         p = CV.new()
         p[CV.N], p[CV.BASE], p[CV.DTYPE], p[CV.W], p[CV.H] = n, base, dtype, width, height
         p[CV.RECT_X], p[CV.RECT_Y] = rect_x, rect_y
         f = p.view(F32)
-        f[CV.LO], f[CV.SCALE] = lo, lut_scale(lo, hi, max(height - 1, 1))
+        if self.smoothing is not None:
+            f[CV.ALPHA], f[CV.BETA] = ema_weights(self.smoothing)
         f[CV.STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
         p[CV.SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
         p[CV.BG] = _exact.pack_rgba(BACKGROUND)
@@ -88,46 +117,78 @@ class Curve(RangedView):
 
     # -- drawable protocol ----------------------------------------------------------------------------
     def legend(self) -> list:
-        data = self.data
-        finite = np.flatnonzero(np.isfinite(data))
-        if not finite.size:
-            return [(f"{data.size} samples, none finite" if data.size else "no samples", chrome.DIM)]
+        n = self.source.array.size
+        last = self.last_value if self.shown_range is not None else self._reference_last()
+        if last is None:
+            return [(f"{n} samples, none finite" if n else "no samples", chrome.DIM)]
         lo, hi = self.range
-        items = [(f"last {chrome.number(float(data[finite[-1]]))} · "
+        items = [(f"last {chrome.number(last)} · "
                   f"y {chrome.number(lo)} … {chrome.number(hi)}", chrome.DIM)]
         if self.smoothing is not None:
             items += [("  ", chrome.DIM), chrome.Swatch(RAW_COLOR), (" raw ", chrome.DIM),
                       chrome.Swatch(SMOOTH_COLOR), (f" EMA {self.smoothing:g}", chrome.DIM)]
         return items
 
+    def _reference_last(self):
+        """The last finite sample of the host values (before a frame has drawn them)."""
+        data = self.data
+        finite = np.flatnonzero(_exact.classify(data) == _exact.FINITE)
+        return float(_exact.ftz(data[finite[-1]])) if finite.size else None
+
+    def _stats_params(self, base: int, dtype: int) -> np.ndarray:
+        """The heatmap stats pass's parameters: the values' finite min/max for the range."""
+        lo, hi = self.count_bounds()
+        p = HM.new()
+        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
+        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
+        return p
+
     def prepare(self) -> None:
-        self._upload_data_and_params()
-        self.smoothed = self._smooth()
-        self._upload("smooth", self.smoothed if self.smoothed.size else np.zeros(1, F32))
+        r = self.rect
+        _, base, dtype = self._data_binding()
+        self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
+        self._upload("stats_params", self._stats_params(base, dtype))
+        self._upload("range_params", self._range_params())
+        n = self.source.array.size
+        self._buffer("smooth", 4 * n if self.smoothing is not None and n else 16, host_visible=False)
         self._buffer("columns", 2 * self.rect.width * 4, host_visible=False)
-        self._buffer("stats", 16)
+        self._buffer("stats", 4 * CV.CS_WORDS)
         self._dirty.clear()
+        if getattr(self, "_recorded_n", None) != n:
+            self.stale = True
 
     def record_reads(self, rec) -> None:
+        """The value range, the EMA and the columns read the values: the first submission."""
         b = self._buffers
         self._drop_sets()
+        data = self._bound["data"]
+        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
+            [b["stats_params"], data, b["stats"]])
+        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
+        smooth = pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 3).bind(
+            [b["params"], data, b["smooth"], b["stats"]])
         cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
-            [b["params"], self._bound["data"], b["smooth"], b["columns"], b["stats"]])
+            [b["params"], data, b["smooth"], b["columns"], b["stats"]])
         raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "image"]).bind(
             [b["params"], b["columns"], self.target])
-        self._sets = [cols, raster]
-        rec.fill(b["stats"], 0)
+        self._sets = [cols, raster, stats, resolve, smooth]
         rec.fill(b["columns"], NO_ROWS)
-        rec.barrier()
+        record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        rec.dispatch(smooth, 1)
+        record_range_pass(rec, resolve)
         rec.dispatch(cols, -(-self.rect.width // 64), 2)
+        self._recorded_n = self.source.array.size
 
     def record(self, rec) -> None:
         rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
         self.stale = False
 
     def finish(self) -> None:
-        nan, inf = self._stat_words(2)
-        self.stats = {"nan": nan, "inf": inf}
+        s = self._stat_words(CV.CS_WORDS)
+        self.stats = {"nan": s[CV.CS_NAN], "inf": s[CV.CS_INF]}
+        self._read_range(s)
+        # the last finite sample the frame read (the title's readout); None when there is none
+        self.last_value = (float(np.uint32(s[CV.CS_LAST]).view(F32)) if s[CV.CS_LAST_INDEX] else None)
 
     # -- the numpy twin -----------------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
@@ -136,7 +197,8 @@ class Curve(RangedView):
 
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
-        lo, scale, step = (np.uint32(p[k]).view(F32) for k in (CV.LO, CV.SCALE, CV.STEP))
+        step = np.uint32(p[CV.STEP]).view(F32)
+        lo, _hi, scale = self.reference_range(self.data, last=max(height - 1, 1))
         n = int(p[CV.N])
         series = [self.data] + ([self._smooth()] if self.smoothing is not None and n else [])
         stats = {"nan": 0, "inf": 0}

@@ -1,7 +1,9 @@
 """The heatmap view: a 2-D array as coloured cells.
 
 GPU passes (engine/shaders/heatmap*.comp): a per-element pass counts NaN,
-+Inf, -Inf and out-of-range values; a per-pixel pass picks each pixel's cell
++Inf, -Inf and out-of-range values and keeps the finite min/max; the resolve
+pass (range_resolve.comp) makes the frame's value range from them on the
+device; a per-pixel pass picks each pixel's cell
 by integer nearest-neighbour indexing (``row = y * rows // height``) and looks
 its colour up in a 256-entry table from matplotlib's colormap data.
 :meth:`Heatmap.reference` is the numpy twin that produces the same bytes.
@@ -20,12 +22,14 @@ from .._arrays import as_float32
 from . import _exact
 from ..engine.shaders.params import HEATMAP as HM
 from ._source import Source
-from ._base import RangedView, groups_1d, lut_scale, pipeline, resolve_range
+from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (heatmap_stats.comp)
 STATS_BINDINGS = ("uniform", "buffer", "buffer")  # heatmap_stats.comp: parameters, values, counters
+RANGE_BINDINGS = ("uniform", "buffer")  # range_resolve.comp: its parameters, the stats words
+STATS_BYTES = 4 * HM.ST_WORDS
 BACKGROUND = (22, 22, 26, 255)
 
 NAN_COLOR = (255, 0, 255, 255)
@@ -75,7 +79,6 @@ class Heatmap(RangedView):
         self.value_range = value_range
         self.shape = shape
         self.source = Source(np.zeros((1, 1), F32))
-        self._range_cache = None
         self.seen_range = None
         if data is not None:
             self.set_data(data)
@@ -112,12 +115,12 @@ class Heatmap(RangedView):
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
         rows, cols = self.source.shape
-        lo, hi = self.range
+        lo, hi = self.count_bounds()
         p = HM.new()
         p[HM.ROWS], p[HM.COLS], p[HM.W], p[HM.H] = rows, cols, width, height
         p[HM.RECT_X], p[HM.RECT_Y], p[HM.N] = rect_x, rect_y, rows * cols
         p[HM.BASE], p[HM.DTYPE] = base, dtype
-        p[HM.LO], p[HM.SCALE], p[HM.HI] = (_exact.f32_bits(v) for v in (lo, lut_scale(lo, hi), hi))
+        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
         p[HM.NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
         p[HM.POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
         p[HM.NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
@@ -139,24 +142,27 @@ class Heatmap(RangedView):
 
     def prepare(self) -> None:
         self._upload_data_and_params()
+        self._upload("range_params", self._range_params())
         if self._dirty:
             self._upload("colors", self._lut)
             self._dirty.clear()
-        self._buffer("stats", 32)
+        self._buffer("stats", STATS_BYTES)
         if getattr(self, "_recorded_n", None) != self.source.array.size:
             self.stale = True
 
     def record_reads(self, rec) -> None:
-        """Both passes read the values: they all run in the frame's first submission."""
+        """The passes read the values: they all run in the frame's first submission."""
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
         stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
             [b["params"], data, b["stats"]])
-        raster = pipeline(self.device, "heatmap", ["uniform"] + ["buffer"] * 2 + ["image"]).bind(
-            [b["params"], data, b["colors"], self.target])
-        self._sets = [stats, raster]
+        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
+        raster = pipeline(self.device, "heatmap", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
+            [b["params"], data, b["colors"], b["stats"], self.target])
+        self._sets = [stats, resolve, raster]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        record_range_pass(rec, resolve)
         rec.mark("heatmap stats")
         rec.dispatch(raster, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
@@ -165,8 +171,9 @@ class Heatmap(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        s = self._stat_words(7)
+        s = self._stat_words(HM.ST_WORDS)
         self.stats = dict(zip(STAT_NAMES, s[:5], strict=True))
+        self._read_range(s)
         # the finite extremes this frame read (None when it read no finite value)
         self.seen_range = ((float(_exact.from_orderable(s[5])), float(_exact.from_orderable(s[6])))
                            if s[5] != 0xFFFFFFFF else None)
@@ -178,11 +185,11 @@ class Heatmap(RangedView):
 
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
-        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HM.LO, HM.SCALE, HM.HI))
         rows, cols = self.data.shape
         flat = self.data.reshape(-1)
+        lo, _hi, scale = self.reference_range(flat)
         cls = _exact.classify(flat)
-        stats = reference_stats(flat, lo, hi)
+        stats = reference_stats(flat, *(np.uint32(p[k]).view(F32) for k in (HM.LO, HM.HI)))
         if flat.size == 0:
             rgba = np.empty((height, width, 4), np.uint8)
             rgba[:] = BACKGROUND

@@ -1,12 +1,14 @@
 """The histogram view: the distribution of a tensor's values in fixed bins.
 
-GPU passes (engine/shaders/histogram_*.comp): count every finite value into
-``bins`` equal bins over ``[lo, hi]`` (``bin = floor((v - lo) * scale)`` in
-float32, the last bin closed), counting NaN, +Inf, -Inf and values outside the
-range apart; find the tallest bin; draw the bars with integer math. With
-``history=K`` the K previous frames' histograms are overlaid as their top
-edges, fainter with age (fading means age, not confidence), on one shared
-vertical scale. :meth:`Histogram.reference` is the numpy twin.
+GPU passes: the heatmap's stats pass counts NaN, +Inf, -Inf and values outside
+a fixed range and keeps the finite min/max, the resolve pass makes the frame's
+range from them (range_resolve.comp), then engine/shaders/histogram_*.comp count
+every finite value into ``bins`` equal bins over ``[lo, hi]`` (``bin = floor((v
+- lo) * scale)`` in float32, the last bin closed), find the tallest bin and draw
+the bars with integer math. With ``history=K`` the K previous frames'
+histograms are overlaid as their top edges, fainter with age (fading means age,
+not confidence), on one shared vertical scale: those binned on this frame's grid,
+which the device decides. :meth:`Histogram.reference` is the numpy twin.
 
 Range: ``"auto"`` (finite min..max of the current values), ``"symmetric"`` or a
 fixed ``(lo, hi)``. With a fixed range, values outside it are counted and the
@@ -22,16 +24,34 @@ import numpy as np
 from .. import chrome
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import HISTOGRAM as HG
-from ._base import RangedView, groups_1d, pipeline, resolve_range
+from ..engine.shaders.params import HEATMAP as HM, HISTOGRAM as HG
+from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
 from ._source import Source
+from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass, reference_stats
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 PER_INVOCATION = 16  # values per counting invocation (histogram_count.comp)
 MAX_HISTORY = 16
 MAX_BINS = 4096
-PROVISIONAL_BINS = 64  # bins="auto" before any values with a spread have arrived
+
+
+def auto_bins(n: int) -> int:
+    """``bins="auto"`` for ``n`` values: the larger of Sturges' rule (ceil(log2 n) + 1) and the
+    Rice rule (ceil(2 n^(1/3))), in integers, within 1..MAX_BINS. It needs only the count (the
+    tensor's size, known without reading a value), so it is fixed when the tensor is attached
+    and the bars of every step stay comparable; numpy's "auto" needs a quantile (the IQR),
+    which no exact device reduction gives."""
+    if n < 2:
+        return 1
+    sturges = (n - 1).bit_length() + 1
+    rice = max(1, round(2 * n ** (1 / 3)))  # then exactly: the smallest k with k^3 >= 8 n
+    while rice ** 3 < 8 * n:
+        rice += 1
+    while rice > 1 and (rice - 1) ** 3 >= 8 * n:
+        rice -= 1
+    return min(max(sturges, rice), MAX_BINS)
+
 
 BACKGROUND = (22, 22, 26, 255)
 BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
@@ -45,9 +65,9 @@ class Histogram(RangedView):
     ----------
     data : array-like, optional
     bins : int | "auto"
-        Number of equal-width bins (1..4096), or ``"auto"``: numpy's ``"auto"``
-        rule (the larger of Sturges and Freedman–Diaconis) over the first
-        values drawn, then kept, so the bars of later steps stay comparable.
+        Number of equal-width bins (1..4096), or ``"auto"``: the larger of
+        Sturges' and the Rice rule for the tensor's element count
+        (:func:`auto_bins`), so the bars of every step stay comparable.
     value_range : "auto" | "symmetric" | (lo, hi)
     history : int
         How many previous steps to show besides the current one (0..16).
@@ -68,15 +88,16 @@ class Histogram(RangedView):
             raise ValueError(f"layout must be 'overlay' or 'offset', got {layout!r}")
         resolve_range(np.zeros(1, F32), value_range)  # a bad spec fails here
         self.auto_bins = bins == "auto"
-        # "auto": PROVISIONAL_BINS until values with a spread arrive, then numpy's rule, kept
-        self.bins = PROVISIONAL_BINS if self.auto_bins else int(bins)
-        self._bins_chosen = not self.auto_bins
+        self.bins = auto_bins(0) if self.auto_bins else int(bins)  # "auto": chosen with the source
         self.value_range, self.history, self.layout = value_range, int(history), layout
+        self.keeps_state = self.history > 0  # a rewound frame overlays the steps it overlaid then
         self.source = Source(np.zeros(0, F32))
-        self._range_cache = None
         self.counts = np.zeros(self.bins, np.uint32)
         self._past: deque = deque(maxlen=max(1, self.history))  # newest first
-        self._frame_history = np.zeros((0, self.bins), np.uint32)
+        self._frame_history = np.zeros((0, self.bins), np.uint32)  # the older steps last overlaid
+        self._candidates: list = []  # (counts, grid) of the older steps offered to the frame
+        self._rewound = None  # the candidates of a kept step being redrawn (show_kept)
+        self._frame_rewound = False
         self._pending = None  # (data version, counts, grid) of the last drawn frame
         self._frame_version = None
         self.history_note = ""  # older steps left out of the overlay (binned on another grid)
@@ -96,38 +117,37 @@ class Histogram(RangedView):
         self._choose_bins()
 
     def _choose_bins(self) -> None:
-        """bins="auto": numpy's rule over the first values with a spread, then fixed."""
-        if self._bins_chosen:
+        """bins="auto": :func:`auto_bins` of the element count (a new size starts a new grid)."""
+        if not self.auto_bins or auto_bins(self.source.array.size) == self.bins:
             return
-        v = self.data
-        v = v[np.isfinite(v)]
-        if v.size < 2 or v.min() == v.max():
-            return  # nothing to size bins by yet (an empty or constant tensor)
-        lo, hi = self.range
-        n = len(np.histogram_bin_edges(v.astype(np.float64), bins="auto", range=(lo, hi))) - 1
-        self.bins = int(min(max(n, 1), MAX_BINS))
-        self._bins_chosen = True
+        self.bins = auto_bins(self.source.array.size)
         self.counts = np.zeros(self.bins, np.uint32)
         self._past.clear()
         self._pending = None
         self._frame_history = np.zeros((0, self.bins), np.uint32)
 
+    def range_last(self) -> int:
+        return self.bins
+
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-               dtype: int = 0, history: np.ndarray | None = None) -> np.ndarray:
-        lo, hi = self.range
-        history = self._frame_history if history is None else history
+               dtype: int = 0) -> np.ndarray:
         p = HG.new()
         p[HG.N], p[HG.BASE], p[HG.DTYPE], p[HG.BINS] = self.source.array.size, base, dtype, self.bins
-        f = p.view(F32)
-        f[HG.LO], f[HG.HI] = lo, hi
-        f[HG.SCALE] = self.bins / (float(F32(hi)) - float(F32(lo)))
         p[HG.W], p[HG.H], p[HG.RECT_X], p[HG.RECT_Y] = width, height, rect_x, rect_y
-        p[HG.HISTORY] = len(history)
-        p[HG.HISTORY_MAX] = int(history.max()) if history.size else 0
+        p[HG.HISTORY] = len(self._candidates)
         p[HG.BG] = _exact.pack_rgba(BACKGROUND)
         p[HG.COLOR] = _exact.pack_rgba(BAR_COLOR)
         p[HG.OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
-        p[HG.OFFSET] = self.offset_px(height, len(history))
+        p[HG.OFFSET] = int(self.layout == "offset")
+        return p
+
+    def _stats_params(self, base: int, dtype: int) -> np.ndarray:
+        """The heatmap stats pass's parameters: special values, values outside a fixed range,
+        and the finite min/max the resolve pass makes the range from."""
+        lo, hi = self.count_bounds()
+        p = HM.new()
+        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
+        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
         return p
 
     def offset_px(self, height: int, steps: int) -> int:
@@ -154,23 +174,30 @@ class Histogram(RangedView):
 
     def prepare(self) -> None:
         r = self.rect
-        if not self._bins_chosen and self.source.live:
-            self._choose_bins()
         _, base, dtype = self._data_binding()
-        # an older step enters the overlay once newer data is drawn (not when a frame repeats)
-        if self._pending is not None and self._pending[0] != self.data_version:
+        # an older step enters the overlay once newer data is drawn (not when a frame repeats,
+        # nor when a kept step is redrawn: that frame overlays the steps it overlaid then)
+        self._frame_rewound = self._rewound is not None
+        if not self._frame_rewound and self._pending is not None and self._pending[0] != self.data_version:
             self._past.appendleft(self._pending[1:])
             self._pending = None
         self._frame_version = self.data_version
-        self._frame_history = self._shared_grid_history()
-        p = self.params(r.width, r.height, r.x, r.y, base, dtype, self._frame_history)
+        if self._frame_rewound:
+            self._candidates = list(self._rewound)
+        else:
+            self._candidates = list(self._past)[: self.history] if self.history else []
+        p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if not self.source.array.size:
             p[HG.N] = 0
         self._upload("params", p)
-        self._upload("history", self._frame_history if self._frame_history.size
-                     else np.zeros(1, np.uint32))
+        self._upload("stats_params", self._stats_params(base, dtype))
+        self._upload("range_params", self._range_params())
+        # the older steps with their grids: (lo, hi) words for each, then their counts
+        grids = np.asarray([g for _, g in self._candidates], np.uint32).reshape(-1)
+        rows = [c for c, _ in self._candidates]
+        self._upload("history", np.concatenate([grids, *rows, np.zeros(1, np.uint32)]))
         self._buffer("counts", self.bins * 4)
-        self._buffer("stats", 32)
+        self._buffer("stats", 4 * HG.HS_WORDS)
         self._dirty.clear()
         if getattr(self, "_recorded_n", None) != self.source.array.size:
             self.stale = True
@@ -178,16 +205,20 @@ class Histogram(RangedView):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
+        data = self._bound["data"]
+        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
+            [b["stats_params"], data, b["stats"]])
+        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
         count = pipeline(self.device, "histogram_count", ["uniform"] + ["buffer"] * 3).bind(
-            [b["params"], self._bound["data"], b["counts"], b["stats"]])
-        top = pipeline(self.device, "histogram_max", ["uniform"] + ["buffer"] * 2).bind(
-            [b["params"], b["counts"], b["stats"]])
+            [b["params"], data, b["counts"], b["stats"]])
+        top = pipeline(self.device, "histogram_max", ["uniform"] + ["buffer"] * 3).bind(
+            [b["params"], b["counts"], b["stats"], b["history"]])
         raster = pipeline(self.device, "histogram_raster", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
             [b["params"], b["counts"], b["stats"], b["history"], self.target])
-        self._sets = [count, top, raster]
+        self._sets = [count, top, raster, stats, resolve]
         rec.fill(b["counts"], 0)
-        rec.fill(b["stats"], 0)
-        rec.barrier()
+        record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        record_range_pass(rec, resolve)
         rec.dispatch(count, *groups_1d(-(-self.source.array.size // PER_INVOCATION)))
         self._recorded_n = self.source.array.size
 
@@ -199,35 +230,43 @@ class Histogram(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        self.stats = dict(zip(STAT_NAMES, self._stat_words(5), strict=True))
+        s = self._stat_words(HG.HS_WORDS)
+        self.stats = dict(zip(STAT_NAMES, s[:5], strict=True))
+        self._read_range(s)
         self.counts = self._buffers["counts"].view(np.uint32, self.bins).copy()
-        if self.history:
-            self._pending = (self._frame_version, self.counts, self._frame_grid)
+        self._overlaid(s[HG.HS_KEPT])
+        if self.history and not self._frame_rewound:
+            grid = (s[HM.ST_LO], s[HM.ST_HI])  # the grid this frame counted on, as words
+            self._pending = (self._frame_version, self.counts, grid)
 
-    def _grid(self) -> tuple:
-        """The bin grid counts are made on: (lo, hi, bins) as the shader receives them."""
-        lo, hi = self.range
-        return float(F32(lo)), float(F32(hi)), self.bins
+    def kept_state(self):
+        """The older steps this frame was offered (a rewound frame overlays them again)."""
+        return tuple(self._candidates)
 
-    def _shared_grid_history(self) -> np.ndarray:
-        """The older steps to overlay: the newest ones binned on the current grid, up to the
-        first that was binned on another (an auto range that moved, or bins chosen later). Counts
-        from another grid are not comparable bin for bin and the raw values are gone, so they
-        are not drawn; :attr:`history_note` says how many were left out, in the title bar."""
-        self.history_note = ""
-        grid = self._frame_grid = self._grid()  # the grid this frame counts on
-        if not (self.history and self._past):
-            return np.zeros((0, self.bins), np.uint32)
-        kept = []
-        for counts, g in list(self._past)[: self.history]:
-            if g != grid:
-                break
-            kept.append(counts)
-        dropped = min(self.history, len(self._past)) - len(kept)
-        if dropped:
-            self.history_note = (f"{dropped} older step{'s' if dropped > 1 else ''} not overlaid: "
-                                 "binned over another range  ")
-        return np.stack(kept) if kept else np.zeros((0, self.bins), np.uint32)
+    def show_kept(self, state):
+        self._rewound = state or ()
+
+        def restore():
+            self._rewound = None
+        return restore
+
+    def _overlaid(self, kept: int) -> None:
+        """The older steps the frame overlaid: the newest ones binned on its grid, up to the
+        first that was binned on another (an auto range that moved). Counts from another grid
+        are not comparable bin for bin and the raw values are gone, so they are not drawn;
+        :attr:`history_note` says how many were left out, in the title bar."""
+        rows = [c for c, _ in self._candidates[:kept]]
+        self._frame_history = np.stack(rows) if rows else np.zeros((0, self.bins), np.uint32)
+        dropped = len(self._candidates) - kept
+        self.history_note = (f"{dropped} older step{'s' if dropped > 1 else ''} not overlaid: "
+                             "binned over another range  ") if dropped else ""
+
+    def _kept(self, grid: tuple) -> int:
+        """How many of the offered older steps share ``grid`` (histogram_max.comp's rule)."""
+        kept = 0
+        while kept < len(self._candidates) and self._candidates[kept][1] == grid:
+            kept += 1
+        return kept
 
     # -- the numpy twin ---------------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
@@ -236,26 +275,24 @@ class Histogram(RangedView):
 
     def count(self) -> tuple[np.ndarray, dict]:
         """Bin counts and special-value counts of the current values, as the GPU computes them."""
-        p = self.params(1, 1)
-        lo, scale, hi = (np.uint32(p[k]).view(F32) for k in (HG.LO, HG.SCALE, HG.HI))
-        v = self.data
+        v = self.data.reshape(-1)
+        lo, hi, scale = self.reference_range(v)
         cls = _exact.classify(v)
         finite = cls == _exact.FINITE
         u = _exact.ftz(np.where(finite, v, F32(0)))
-        below, above = finite & (u < lo), finite & ~(u < lo) & (u > hi)
-        inside = finite & ~below & ~above
+        inside = finite & ~(u < lo) & ~(u > hi)
         with np.errstate(all="ignore"):
             t = _exact.ftz(_exact.ftz(u[inside] - lo) * scale)
         b = np.where(t >= F32(self.bins), F32(self.bins - 1), t).astype(np.int64)
         counts = np.bincount(b, minlength=self.bins).astype(np.uint32)
-        stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
-                 "neginf": int((cls == _exact.NEGINF).sum()), "below": int(below.sum()),
-                 "above": int(above.sum())}
-        return counts, stats
+        return counts, reference_stats(v, *(F32(x) for x in self.count_bounds()))
 
     def reference_with_stats(self, width: int, height: int):
         counts, stats = self.count()
-        history = self._frame_history
+        lo, hi, _ = self.reference_range()
+        kept = self._kept((_exact.f32_bits(lo), _exact.f32_bits(hi)))
+        rows = [c for c, _ in self._candidates[:kept]]
+        history = np.stack(rows) if rows else np.zeros((0, self.bins), np.uint32)
         maxc = int(max(counts.max(initial=0), history.max(initial=0)))
 
         def bar_height(c, h=height):

@@ -7,8 +7,11 @@ finds its tile and cell with integer arithmetic (engine/shaders/images.comp).
 ``normalize="tile"`` maps each tile's own finite range onto the colormap (shapes
 within a tile are comparable, magnitudes across tiles are not);
 ``"shared"`` uses one range for all tiles (magnitudes comparable). NaN, +Inf
-and -Inf get their own colours and are counted. :meth:`Images.reference` is
-the numpy twin.
+and -Inf get their own colours and are counted. The ranges are made on the
+device in the frame that draws them: a stats pass keeps each tile's (or the
+one shared) finite min/max (engine/shaders/images_stats.comp), the resolve
+pass turns them into (lo, scale) (range_resolve.comp). :meth:`Images.reference`
+is the numpy twin.
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
 from ..engine.shaders.params import IMAGES as IM
-from ._base import ArrayView, lut_scale, pipeline, resolve_range, wide
+from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range, wide
 from ._source import Source
-from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
+from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, RANGE_BINDINGS
 
 F32 = np.float32
 GAP = 1
+STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (images_stats.comp)
 
 
-class Images(ArrayView):
+class Images(RangedView):
     """A grid of 2-D arrays.
 
     Parameters
@@ -88,17 +92,26 @@ class Images(ArrayView):
         scale = min(pw / tw, ph / th)
         return cols, rows, max(1, int(tw * scale)), max(1, int(th * scale))
 
+    @property
+    def shared(self) -> bool:
+        """One range for all tiles: ``normalize="shared"`` or a fixed ``value_range``."""
+        return self.normalize == "shared" or not isinstance(self.value_range, str)
+
+    def groups(self) -> int:
+        """How many ranges the device resolves: one per tile, or one shared."""
+        return 1 if self.shared else max(1, self.source.shape[0])
+
     def norms(self) -> np.ndarray:
-        """(lo, scale) per tile as float32 (host-made, shared by the shader and the twin)."""
+        """(lo, scale) per tile as float32, as the stats and resolve passes make them (the twin)."""
         data = self.data
         out = np.zeros((max(1, len(data)), 2), F32)
-        if self.normalize == "shared" or not isinstance(self.value_range, str):
-            lo, hi = resolve_range(data, self.value_range)
-            out[:] = (lo, lut_scale(lo, hi))
+        if self.shared:
+            lo, _hi, scale = self.reference_range(data)
+            out[:] = (lo, scale)
         else:
             for t, tile in enumerate(data):
-                lo, hi = resolve_range(tile, self.value_range)
-                out[t] = (lo, lut_scale(lo, hi))
+                lo, _hi, scale = self.reference_range(tile)
+                out[t] = (lo, scale)
         return out
 
     def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0) -> np.ndarray:
@@ -113,6 +126,8 @@ class Images(ArrayView):
         p[IM.NAN] = _exact.pack_rgba(NAN_COLOR)
         p[IM.POSINF] = _exact.pack_rgba(POSINF_COLOR)
         p[IM.NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
+        p[IM.SHARED], p[IM.GROUPS] = int(self.shared), self.groups()
+        p[IM.NORMS] = IM.IS_KEYS + 2 * self.groups()
         return p
 
     def cell_at(self, x: int, y: int, width: int, height: int) -> tuple[int, int, int] | None:
@@ -131,18 +146,22 @@ class Images(ArrayView):
 
     # -- drawable protocol -------------------------------------------------------------------------
     def legend(self) -> list:
-        if self.normalize == "shared" or not isinstance(self.value_range, str):
-            lo, hi = resolve_range(self.data, self.value_range)
+        if self.shared:
+            lo, hi = self.range
             return chrome.range_legend(lo, hi, self._lut)
         return [("per tile ", chrome.DIM), chrome.Ramp.of(self._lut, 48)]
 
     def prepare(self) -> None:
+        groups = self.groups()
+        self.range_words = (IM.IS_KEYS, IM.IS_KEYS + 2 * groups)
         self._upload_data_and_params()
-        self._norms = self.norms()
-        self._upload("norm", self._norms)
+        self._upload("range_params", self._range_params(count=groups))
+        self._buffer("stats", 4 * (IM.IS_KEYS + 5 * groups))
         if "all" in self._dirty or not self._buffers.get("colors"):
             self._upload("colors", self._lut)
         self._dirty.clear()
+        if getattr(self, "_recorded_groups", None) != (groups, self.source.array.size):
+            self.stale = True
 
     def record_reads(self, rec) -> None:
         b = self._buffers
@@ -150,18 +169,29 @@ class Images(ArrayView):
         _n, th, tw = self.source.shape
         _cols, _rows, pw, ph = self.layout(self.rect.width, self.rect.height)
         spec = IM.specialize(SPEC_WIDE=wide((ph - 1) * th, (pw - 1) * tw))
+        data = self._bound["data"]
+        stats = pipeline(self.device, "images_stats", ["uniform", "buffer", "buffer"], spec).bind(
+            [b["params"], data, b["stats"]])
+        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
         draw = pipeline(self.device, "images", ["uniform"] + ["buffer"] * 3 + ["image"], spec).bind(
-            [b["params"], self._bound["data"], b["norm"], b["colors"], self.target])
-        self._sets = [draw]
+            [b["params"], data, b["stats"], b["colors"], self.target])
+        self._sets = [stats, resolve, draw]
+        groups = self.groups()
+        rec.fill(b["stats"], 0)
+        rec.fill(b["stats"], 0xFFFFFFFF, offset=4 * IM.IS_KEYS, size=4 * groups)  # min keys start at the top
+        rec.barrier()
+        rec.dispatch(stats, *groups_1d(-(-self.source.array.size // STATS_PER_INVOCATION)))
+        record_range_pass(rec, resolve, groups)
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
+        self._recorded_groups = (groups, self.source.array.size)
 
     def record(self, rec) -> None:
         self.stale = False
 
     def finish(self) -> None:
-        cls = _exact.classify(self.data)
-        self.stats = {"nan": int((cls == _exact.NAN).sum()), "posinf": int((cls == _exact.POSINF).sum()),
-                      "neginf": int((cls == _exact.NEGINF).sum())}
+        s = self._stat_words(IM.IS_KEYS + 2 * self.groups() + 3)  # counts, keys, the first group's range
+        self.stats = {"nan": s[IM.IS_NAN], "posinf": s[IM.IS_POSINF], "neginf": s[IM.IS_NEGINF]}
+        self._read_range(s)  # the shared range (per tile: the first tile's)
 
     # -- the numpy twin --------------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:

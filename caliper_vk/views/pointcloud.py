@@ -127,6 +127,7 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         self.zoom = float(zoom)
         self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
         self.source = Source(np.zeros((0, 3), np.float32))
+        self._drawn_with = None  # what prepare() last drew with (kept_state)
         self._params_of = None  # what the uploaded parameter block was computed from
         self.labels = self.values = None
         # labels read in place (a tensor attached as labels=): a Source the shaders read each frame
@@ -205,12 +206,24 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         """The positions as float32 (decoded exactly as the GPU decodes them)."""
         return self.source.float32()
 
-    def show(self, shown: tuple) -> tuple:
-        """Draw with ``shown`` (a ``self.shown`` of an earlier frame: camera, labels, values);
-        returns what it replaced, for putting back (rewind)."""
+    # a rewound step is drawn with the camera, host labels and values it was drawn with (labels
+    # and values read in place are inputs: the history keeps their bytes)
+    keeps_state = True
+
+    def kept_state(self):
+        """The camera and host labels/values the last ``prepare()`` drew with (a reference)."""
+        return self._drawn_with
+
+    def show_kept(self, state):
+        """Draw with a kept step's camera, labels and values; returns what puts the live ones back."""
+        if state is None:
+            return super().show_kept(state)
         now = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
-        self._yaw, self._pitch, self.zoom, self.labels, self.values = shown
-        return now
+        self._yaw, self._pitch, self.zoom, self.labels, self.values = state
+
+        def restore():
+            self._yaw, self._pitch, self.zoom, self.labels, self.values = now
+        return restore
 
     def reset_camera(self) -> None:
         """Back to the camera the view was made with."""
@@ -342,7 +355,7 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
         n = src.array.shape[0]
-        self.shown = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
+        self._drawn_with = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if lplace is not None:
             p[PC.LBASE], p[PC.LDTYPE] = lplace

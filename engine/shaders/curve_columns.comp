@@ -4,12 +4,14 @@
 // samples (and the next column's first, so the trace stays connected). Fewer:
 // the line between the values interpolated at this column and the next
 // (x = column * step, step = (n - 1) / (width - 1) made on the host). Rows come
-// from round((v - lo) * scale) with the exact-path rules. A column whose samples
+// from round((v - lo) * scale) with the exact-path rules, over the range the
+// frame's resolve pass wrote (stats words ST_LO, ST_SCALE). A column whose samples
 // are all NaN/Inf covers no rows: a missing measurement stays visibly missing.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "curve_params.glsl"
+#include "heatmap_params.glsl"  // the stats words of the heatmap stats pass (ST_LO, ST_SCALE)
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
@@ -25,7 +27,7 @@ float sample_at(uint series, uint i) {
 }
 
 uint row_of(float v) {
-    return lut_index(ftz(v), f(CV_LO), f(CV_SCALE), P(CV_H) - 1u);
+    return lut_index(ftz(v), uintBitsToFloat(stats[ST_LO]), uintBitsToFloat(stats[ST_SCALE]), P(CV_H) - 1u);
 }
 
 // The value interpolated at column c (fewer samples than columns); NaN-free or flagged.
@@ -38,7 +40,8 @@ bool value_at(uint series, uint c, out float v) {
     if (classify(a) != CLASS_FINITE || classify(b) != CLASS_FINITE) return false;
     precise float frac = ftz(x - float(i));
     precise float d = ftz(ftz(b) - ftz(a));
-    v = ftz(ftz(a) + ftz(d * frac));
+    precise float r = ftz(ftz(a) + ftz(d * frac));
+    v = r;
     return true;
 }
 

@@ -1,7 +1,8 @@
 #version 450
 // Heatmap, pass 2: one invocation per panel pixel picks its cell by integer
 // nearest-neighbour indexing (row = y * rows / h, exact integer division) and
-// colours it from the colormap table; NaN, +Inf and -Inf get their own colours.
+// colours it from the colormap table over the range the frame's resolve pass wrote
+// (stats words ST_LO, ST_SCALE); NaN, +Inf and -Inf get their own colours.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
@@ -10,7 +11,8 @@ layout(local_size_x = 16, local_size_y = 16) in;
 layout(std140, binding = 0) uniform Params { uvec4 PV[HM_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
-layout(rgba8ui, binding = 3) uniform writeonly uimage2D target;
+layout(std430, binding = 3) readonly buffer Stats { uint stats[]; };
+layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
 
 #define INPUT data
 #include "input.glsl"
@@ -33,7 +35,8 @@ void main() {
     float v = load_input(P(HM_BASE), P(HM_DTYPE), row * cols + col);
     uint cls = classify(v);
     uint c;
-    if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), f(HM_LO), f(HM_SCALE), 255u)];
+    if (cls == CLASS_FINITE)
+        c = colors[lut_index(ftz(v), uintBitsToFloat(stats[ST_LO]), uintBitsToFloat(stats[ST_SCALE]), 255u)];
     else if (cls == CLASS_NAN) c = P(HM_NAN_COLOR);
     else if (cls == CLASS_POSINF) c = P(HM_POSINF_COLOR);
     else c = P(HM_NEGINF_COLOR);

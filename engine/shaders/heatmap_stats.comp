@@ -2,7 +2,9 @@
 // Heatmap, pass 1: one invocation per element counts NaN, +Inf, -Inf and the
 // finite values outside [lo, hi] (shown clamped to the end colours), and
 // keeps the finite min and max it read (as orderable keys) — what this frame
-// actually saw, used by the live path and by the torn-frame test.
+// actually saw: the resolve pass (range_resolve.comp) makes the frame's value range
+// from them, and the torn-frame test reads them. A range made from the values has
+// LO = -Inf, HI = +Inf here: nothing is outside it.
 layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "heatmap_params.glsl"

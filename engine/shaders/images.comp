@@ -2,8 +2,9 @@
 // Images view: a grid of small 2-D arrays (conv kernels, feature maps). One
 // invocation per panel pixel finds its tile and cell with integer arithmetic
 // (a gap of background pixels before every tile), reads the value in its stored
-// dtype, and colours it with the tile's own (lo, scale) — per-tile or shared
-// normalisation, both made on the host. NaN, +Inf, -Inf get their own colours.
+// dtype, and colours it with its range group's (lo, scale) — per tile or shared —
+// that the frame's stats and resolve passes made on the device (stats words from
+// IM_NORMS, three per group). NaN, +Inf, -Inf get their own colours.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
@@ -13,7 +14,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[IM_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) readonly buffer Norm { float norm[]; };  // lo, scale per tile
+layout(std430, binding = 2) readonly buffer Stats { uint stats[]; };  // lo, hi, scale per group
 layout(std430, binding = 3) readonly buffer Colors { uint colors[]; };
 layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
 
@@ -41,7 +42,9 @@ void main() {
             uint cx = muldiv(xin - gap, tw, pw);
             float v = load_input(P(IM_BASE), P(IM_DTYPE), (t * th + cy) * tw + cx);
             uint cls = classify(v);
-            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), norm[2u * t], norm[2u * t + 1u], 255u)];
+            uint at = P(IM_NORMS) + 3u * (P(IM_SHARED) != 0u ? 0u : t);
+            if (cls == CLASS_FINITE)
+                c = colors[lut_index(ftz(v), uintBitsToFloat(stats[at]), uintBitsToFloat(stats[at + 2u]), 255u)];
             else if (cls == CLASS_NAN) c = P(IM_NAN);
             else if (cls == CLASS_POSINF) c = P(IM_POSINF);
             else c = P(IM_NEGINF);

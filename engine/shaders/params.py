@@ -178,7 +178,7 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     # Values read in place (a float tensor given as values=): their byte offset and dtype code,
     # and how VLO/VSCALE are made: VRANGE_HOST (fixed, from the host), VRANGE_AUTO or
     # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
-    # BOX_VNOT_MAX, which pointcloud_values.comp reduces).
+    # BOX_VNOT_MAX, which pointcloud_values.comp reduces; the codes are RANGE's MODE_*).
     "VBASE", "VDTYPE", "VRANGE",
     "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
     ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
@@ -205,44 +205,62 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     # The radius when the box has none (one point, none finite, a box too small or too large):
     # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
     "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
-    "NEWTON_STEPS": "3u", "RECIP_STEPS": "4u",
+    "NEWTON_STEPS": "3u",
 }, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
     ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
 ])
 
 HEATMAP = ParamBlock("heatmap_params", "HM", [
     "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",
-    ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
+    ("LO", "float"), ("HI", "float"),  # the stats pass counts finite values below LO / above HI
     "NAN_COLOR", "POSINF_COLOR", "NEGINF_COLOR", "BG", "BASE", "DTYPE",
 ], constants={"ST_NAN": "0", "ST_POSINF": "1", "ST_NEGINF": "2", "ST_BELOW": "3", "ST_ABOVE": "4",
-              "ST_MIN": "5", "ST_MAX": "6"})
+              "ST_MIN": "5", "ST_MAX": "6", "ST_LO": "7", "ST_HI": "8", "ST_SCALE": "9", "ST_WORDS": "10"})
 
 HISTOGRAM = ParamBlock("histogram_params", "HG", [
-    "N", "BASE", "DTYPE", "BINS", ("LO", "float"), ("SCALE", "float"), ("HI", "float"),
-    "W", "H", "RECT_X", "RECT_Y", "HISTORY", "HISTORY_MAX", "BG", "COLOR", "OLD_COLOR",
-    "OFFSET",  # 0: overlay; else the pixels each older step is raised by (offset layout)
-], constants={  # stats words after the bins
-    "HS_NAN": "0", "HS_POSINF": "1", "HS_NEGINF": "2", "HS_BELOW": "3", "HS_ABOVE": "4", "HS_MAX": "5"})
+    "N", "BASE", "DTYPE", "BINS",
+    "W", "H", "RECT_X", "RECT_Y",
+    "HISTORY",  # older steps uploaded (each with the grid it was counted on), newest first
+    "BG", "COLOR", "OLD_COLOR",
+    "OFFSET",  # 0: overlay layout; 1: offset layout (older steps raised, histogram_raster.comp)
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "HS_MAX": "10", "HS_KEPT": "11", "HS_WORDS": "12"})
 
 CURVE = ParamBlock("curve_params", "CV", [
-    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y", ("LO", "float"), ("SCALE", "float"),
-    "STEP", "SERIES", "BG", "COLOR0", "COLOR1",
-], constants={"CS_NAN": "0", "CS_INF": "1", "NO_ROWS": "0xFFFFFFFFu"})
+    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
+    ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
+    ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13", "CS_WORDS": "14",
+    "NO_ROWS": "0xFFFFFFFFu"})
 
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
     "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
-], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
+    "SHARED",  # 1: one range for all tiles (normalize="shared" or a fixed range); 0: one per tile
+    "GROUPS",  # ranges: 1 when SHARED, else one per tile
+    "NORMS",  # the stats word of the first group's (lo, hi, scale): IS_KEYS + 2 * GROUPS
+], constants={  # stats words: NaN, +Inf, -Inf counts, then GROUPS min keys and GROUPS max keys, then
+    # (lo, hi, scale) per group
+    "IS_NAN": "0", "IS_POSINF": "1", "IS_NEGINF": "2", "IS_KEYS": "4",
+}, specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
 TEXT = ParamBlock("text_params", "TX", [
     "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
 ], constants={"EMPTY": "0xFFFFFFFFu"})
 
 TEXTGRID = ParamBlock("textgrid_params", "TG", [
-    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE", ("LO", "float"), ("SCALE", "float"),
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE",
     "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
     "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
     "LUM_SPLIT",
 ], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
 
-BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID)
+# The value-range resolve pass (range_resolve.comp, shared by the ranged views): COUNT ranges whose
+# finite min keys sit at stats words KEYS + i, max keys at KEYS + COUNT + i, and whose
+# (lo, hi, scale) go to OUT + 3i.
+RANGE = ParamBlock("range_params", "RG", [
+    "MODE", "COUNT", "KEYS", "OUT", ("LAST", "float"), ("LO", "float"), ("HI", "float"),
+], constants={"MODE_FIXED": "0u", "MODE_AUTO": "1u", "MODE_SYMMETRIC": "2u"})
+
+BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE)

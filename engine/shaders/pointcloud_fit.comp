@@ -12,6 +12,8 @@
 layout(local_size_x = 1) in;
 #include "common.glsl"
 #include "pointcloud_params.glsl"
+#include "range_params.glsl"
+#include "range.glsl"
 
 // The parameter block itself, as a storage buffer: the same words (std430 uvec4s are laid out
 // as std140's), read through P()/f() and written here. The barrier after this pass makes the
@@ -22,52 +24,16 @@ layout(std430, binding = 2) buffer Stats { uint stats[]; };
 
 void set_f(uint k, float v) { PV[k >> 2][k & 3u] = floatBitsToUint(v); }
 
-// Values read in place: the colour range of this frame (resolve_range's rule in float32), its
-// VLO and VSCALE = 255 / (hi - lo), the reciprocal again without division: d = hi - lo is
-// scaled by 2^-q into [1, 2) (exact), y = 1/d starts from a bit-level estimate (within 12%)
-// and takes RECIP_STEPS steps y = y (2 - d y); VSCALE = 255 y 2^-q. The range goes to the
-// counters too (the legend shows what the frame used).
+// Values read in place: the colour range of this frame, by the rule every view's device range
+// follows (range.glsl: resolve_range, twinned by _exact.device_range), from the value keys
+// pointcloud_values.comp reduced; VLO and VSCALE go to the parameter block, (lo, hi) to the
+// counters (the legend shows what the frame used).
 void value_range() {
-    float lo = 0.0;
-    float hi = 1.0;  // no finite value: (0, 1)
-    if (box[BOX_VMIN] != 0xFFFFFFFFu) {
-        lo = from_orderable(box[BOX_VMIN]);
-        hi = from_orderable(~box[BOX_VNOT_MAX]);
-        if (P(PC_VRANGE) == VRANGE_SYMMETRIC) {
-            float m = max(abs(lo), abs(hi));
-            lo = -m;
-            hi = m;
-        }
-    }
-    precise float w = ftz(hi - lo);
-    if (!(w >= 1e-30)) {  // a constant field maps to the middle colour
-        precise float half_lo = ftz(abs(lo) * 0.5);
-        float pad = max(half_lo, 0.5);
-        precise float nlo = ftz(lo - pad);
-        precise float nhi = ftz(hi + pad);
-        lo = nlo;
-        hi = nhi;
-    }
-    precise float d = ftz(hi - lo);
-    float vscale = 0.0;  // a range wider than float32 holds: every value at the first colour
-    if (classify(d) == CLASS_FINITE) {
-        int q = clamp(int((floatBitsToUint(d) >> 23) & 0xFFu) - 127, -126, 126);
-        precise float dp = ftz(d * uintBitsToFloat(uint(127 - q) << 23));
-        float y = uintBitsToFloat(0x7EF311C3u - floatBitsToUint(dp));
-        for (uint i = 0u; i < RECIP_STEPS; ++i) {
-            precise float t = ftz(dp * y);
-            precise float u = ftz(2.0 - t);
-            precise float z = ftz(y * u);
-            y = z;
-        }
-        precise float inv = ftz(y * uintBitsToFloat(uint(127 - q) << 23));
-        precise float s = ftz(255.0 * inv);
-        vscale = s;
-    }
-    set_f(PC_VLO, lo);
-    set_f(PC_VSCALE, vscale);
-    stats[ST_VLO] = floatBitsToUint(lo);
-    stats[ST_VHI] = floatBitsToUint(hi);
+    vec3 r = resolve_range(P(PC_VRANGE), box[BOX_VMIN], ~box[BOX_VNOT_MAX], 0.0, 1.0, 255.0);
+    set_f(PC_VLO, r.x);
+    set_f(PC_VSCALE, r.z);
+    stats[ST_VLO] = floatBitsToUint(r.x);
+    stats[ST_VHI] = floatBitsToUint(r.y);
 }
 
 void main() {

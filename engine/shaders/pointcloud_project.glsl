@@ -28,15 +28,17 @@ uint project(uint i, out uint key, out int ix, out int iy) {
     precise float qz = ftz(ftz(ftz(f(PC_R6) * dx) + ftz(f(PC_R7) * dy)) + ftz(f(PC_R8) * dz));
     precise float sx = ftz(ftz(qx * f(PC_SCALE)) + f(PC_OX));
     precise float sy = ftz(ftz(qy * f(PC_NSCALE)) + f(PC_OY));
-    float w = float(P(PC_W));
-    float h = float(P(PC_H));
-    float margin = float(P(PC_MARGIN));
-    if (!(sx >= -margin && sx < w + margin && sy >= -margin && sy < h + margin)) return PROJ_FAR;
+    precise float margin = float(P(PC_MARGIN));
+    precise float lo = -margin;
+    precise float x_end = float(P(PC_W)) + margin;
+    precise float y_end = float(P(PC_H)) + margin;
+    if (!(sx >= lo && sx < x_end && sy >= lo && sy < y_end)) return PROJ_FAR;
     ix = int(floor(sx));
     iy = int(floor(sy));
     // depth level: 0 at the nearest depth of the fit (qz = radius), DEPTH_MAX at the
     // farthest, clamped beyond (fixed bounds); nearer points get smaller keys
-    uint level = lut_index(ftz(-qz), f(PC_ZMIN), f(PC_DSCALE), DEPTH_MAX);
+    precise float nz = ftz(-qz);
+    uint level = lut_index(nz, f(PC_ZMIN), f(PC_DSCALE), DEPTH_MAX);
     key = (level << KEY_COLOR_BITS) | color_index(i);
     return PROJ_NEAR;
 }

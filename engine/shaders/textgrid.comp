@@ -4,7 +4,8 @@
 // each cell coloured by its probability), with row labels on the left and
 // column labels above. One invocation per panel pixel:
 //   - cells by integer nearest-neighbour indexing (row = y * rows / h, as the
-//     heatmap), colour from the colormap table, NaN/+Inf/-Inf their own colours;
+//     heatmap), colour from the colormap table over the range the frame's resolve
+//     pass wrote (stats words), NaN/+Inf/-Inf their own colours;
 //   - a one-pixel background line at each cell's right and bottom edge when
 //     the cells are large enough;
 //   - the cell's string (glyph indices made on the host, already clipped to
@@ -17,6 +18,7 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
 #include "textgrid_params.glsl"  // word offsets: engine/shaders/params.py (TEXTGRID)
+#include "heatmap_params.glsl"  // the stats words (ST_LO, ST_SCALE) of the heatmap's stats pass
 #include "muldiv.glsl"
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[TG_VEC4S]; };
@@ -26,7 +28,8 @@ layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
 // each is TG_STRIDE words: a length n, then n glyph indices
 layout(std430, binding = 3) readonly buffer Strings { uint strings[]; };
 layout(std430, binding = 4) readonly buffer Atlas { uint atlas[]; };     // coverage per texel
-layout(rgba8ui, binding = 5) uniform writeonly uimage2D target;
+layout(std430, binding = 5) readonly buffer Stats { uint stats[]; };  // the heatmap stats words
+layout(rgba8ui, binding = 6) uniform writeonly uimage2D target;
 
 #define INPUT data
 #include "input.glsl"
@@ -100,8 +103,8 @@ void main() {
             uint cell = row * cols + col;
             float v = load_input(P(TG_BASE), P(TG_DTYPE), cell);
             uint cls = classify(v);
-            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), uintBitsToFloat(P(TG_LO)),
-                                                          uintBitsToFloat(P(TG_SCALE)), 255u)];
+            if (cls == CLASS_FINITE) c = colors[lut_index(ftz(v), uintBitsToFloat(stats[ST_LO]),
+                                                          uintBitsToFloat(stats[ST_SCALE]), 255u)];
             else if (cls == CLASS_NAN) c = P(TG_NAN);
             else if (cls == CLASS_POSINF) c = P(TG_POSINF);
             else c = P(TG_NEGINF);

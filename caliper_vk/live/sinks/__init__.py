@@ -17,10 +17,10 @@ dropped with a message on the status line; training goes on.
 
 from __future__ import annotations
 
-import sys
 import time
 
 from .. import input as window_input
+from ..._log import logger
 
 WINDOW_KINDS = ("web", "notebook")
 LIVE_FPS = 30.0  # max_fps="auto" for a page or a widget: frames cross a network and get compressed
@@ -84,12 +84,12 @@ class Sinks:
     def _drop(self, session, sink, exc: Exception) -> None:
         self.items.remove(sink)
         session.message = f"{sink.kind} stopped: {type(exc).__name__}"
-        print(f"caliper: the {sink.kind} output failed ({type(exc).__name__}: {exc}); training goes on "
-              f"without it", file=sys.stderr)
+        logger.warning(f"the {sink.kind} output failed ({type(exc).__name__}: {exc}); training goes on "
+                       f"without it")
         try:
             sink.close()
         except Exception as close_exc:  # already failing: say so, keep going
-            print(f"caliper: closing the {sink.kind} output failed too ({close_exc})", file=sys.stderr)
+            logger.warning(f"closing the {sink.kind} output failed too ({close_exc})")
 
     def close(self) -> None:
         """Close every sink (a video is finished and its file completed here)."""
@@ -117,8 +117,8 @@ def open_sinks(window, *, session=None, title: str, size, video=None, fps: float
             if rfb_available():
                 window = "notebook"
             else:
-                print("caliper: in Jupyter, pip install 'caliper-vk[notebook]' shows the session live "
-                      "under the cell", file=sys.stderr)
+                logger.info("in Jupyter, pip install 'caliper-vk[notebook]' shows the session live "
+                            "under the cell")
     try:
         if window == "web":
             from .web import WebSink

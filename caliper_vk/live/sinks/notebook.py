@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from ...engine.window import Event
+from ..._log import logger
 
 MAX_FPS = 15.0
 _MODS = {"Shift": 1, "Control": 2, "Alt": 4, "Meta": 8}
@@ -187,7 +188,7 @@ class NotebookSink:
             try:
                 self.snapshot()
             except Exception as exc:  # the snapshot is a convenience; say why it is missing
-                print(f"caliper: no snapshot in the notebook ({type(exc).__name__}: {exc})", file=sys.stderr)
+                logger.warning(f"no snapshot in the notebook ({type(exc).__name__}: {exc})")
 
     def close(self) -> None:
         if self._shell is not None:

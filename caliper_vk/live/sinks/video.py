@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import queue
-import sys
 import threading
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from ..._log import logger
 
 QUEUE = 8  # frames waiting for the encoder before the training thread waits for it
 # extension -> (encoders to try, pixel format, options)
@@ -183,5 +183,5 @@ class VideoSink:
 
     def close(self) -> None:
         path = self.writer.close()
-        print(f"caliper: wrote {len(self.writer.steps)} frames to {path} (their steps: "
-              f"{steps_path(path).name})", file=sys.stderr)
+        logger.info(f"wrote {len(self.writer.steps)} frames to {path} (their steps: "
+                    f"{steps_path(path).name})")

@@ -1,0 +1,56 @@
+#version 450
+// Curve, one invocation: the EMA of the raw trace (when the view smooths) and the last
+// finite sample (for the title), from the values where they live. The EMA is the
+// recurrence y_0 = x_0, y_k = alpha * y_(k-1) + beta * x_k (beta = 1 - alpha, made on
+// the host from the parameter) over the finite samples, in float32 with `precise`
+// multiplies and adds, each flushed (round-to-nearest-even assumed, as everywhere in the
+// exact path); non-finite samples get NaN (a gap stays a gap) and are skipped. One
+// invocation runs it in sample order: the same bits on every device, and the numpy
+// twin (caliper_vk/views/curve.py, ema32) runs the same steps.
+layout(local_size_x = 1) in;
+#include "common.glsl"
+#include "curve_params.glsl"
+
+layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
+layout(std430, binding = 1) readonly buffer Data { uint data[]; };
+layout(std430, binding = 2) writeonly buffer Smooth { float smoothed[]; };
+layout(std430, binding = 3) buffer Stats { uint stats[]; };
+
+#define INPUT data
+#include "input.glsl"
+
+void main() {
+    uint n = P(CV_N);
+    if (P(CV_SERIES) == 2u) {
+        bool started = false;
+        float y = 0.0;
+        for (uint i = 0u; i < n; ++i) {
+            float v = load_input(P(CV_BASE), P(CV_DTYPE), i);
+            if (classify(v) != CLASS_FINITE) {
+                smoothed[i] = uintBitsToFloat(0x7FC00000u);
+                continue;
+            }
+            float x = ftz(v);
+            if (started) {
+                precise float a = ftz(f(CV_ALPHA) * y);
+                precise float b = ftz(f(CV_BETA) * x);
+                precise float s = ftz(a + b);
+                y = s;
+            } else {
+                y = x;
+                started = true;
+            }
+            smoothed[i] = y;
+        }
+    }
+    uint last = 0u;  // 1 + the index of the last finite sample; 0: none
+    for (uint i = n; i > 0u; --i) {
+        float v = load_input(P(CV_BASE), P(CV_DTYPE), i - 1u);
+        if (classify(v) == CLASS_FINITE) {
+            last = i;
+            stats[CS_LAST] = floatBitsToUint(ftz(v));
+            break;
+        }
+    }
+    stats[CS_LAST_INDEX] = last;
+}
