@@ -1,44 +1,69 @@
-"""The module-level live API: ``attach``, ``step``, ``status``, ``empty``.
+"""The module-level live API: ``attach``, ``step``, ``due``, ``status``, ``empty``.
 
-They act on one default :class:`~caliper_vk.live.Session`, made on the first
-``attach``: inside Jupyter a live widget under the cell, else a window when a
-display is available, otherwise offscreen frames written to ``caliper-frames/``
-every 10 steps. Make a ``Session`` yourself for any other arrangement.
+They act on the innermost open :class:`~caliper_vk.live.Session`: the one made last and not yet
+closed, so ``Session(window="web")`` followed by ``caliper_vk.attach(...)`` draws in that browser
+session. When none is open, the first ``attach`` makes a default session: inside Jupyter a live
+widget under the cell, else a window when a display is available, otherwise offscreen frames
+written every 10 steps to a new folder ``caliper-frames/<date>_<time>/`` (printed), one per run.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+import time
+from pathlib import Path
 
 from .live import Panel, Session, Status
 from ._log import logger
+from .live.session import innermost
 
 _lock = threading.Lock()
-_session: Session | None = None
+_session: Session | None = None  # the default session, when this module made one
+
+FRAMES_ROOT = "caliper-frames"
+
+
+def new_frames_dir(root=FRAMES_ROOT) -> Path:
+    """A new, empty folder ``root/<date>_<time>`` (``-2``, ``-3`` ... when one was made in the same
+    second) for one run's frames: runs never mix their frames in one folder."""
+    base = Path(root) / time.strftime("%Y-%m-%d_%H-%M-%S")
+    for k in range(1, 1000):
+        d = base if k == 1 else base.with_name(f"{base.name}-{k}")
+        try:
+            d.mkdir(parents=True)
+            return d
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{base}: could not make a new frames folder beside 999 others")
 
 
 def session() -> Session:
-    """The default session (made on first use)."""
+    """The session the module-level API acts on: the innermost open :class:`Session` (the one made
+    last and not yet closed); when none is open, a default session made now."""
     global _session
     with _lock:
-        if _session is None or _session.canvas is None:
-            from .live import display_available
-            from .live.sinks.notebook import in_notebook, rfb_available
+        current = innermost()
+        if current is not None:
+            return current
+        from .live import display_available
+        from .live.sinks.notebook import in_notebook, rfb_available
 
-            if in_notebook() and rfb_available():
-                _session = Session()  # the live widget under the cell
-            elif display_available():
-                _session = Session(window=True)
-            else:
-                _session = Session(window=False, out_dir="caliper-frames", save_every=10)
-                logger.info("no display; writing a frame every 10 steps to caliper-frames/")
-            atexit.register(_session.close)
+        if in_notebook() and rfb_available():
+            _session = Session()  # the live widget under the cell
+        elif display_available():
+            _session = Session(window=True)
+        else:
+            out = new_frames_dir()
+            _session = Session(window=False, out_dir=out, save_every=10)
+            logger.info(f"no display; writing a frame every 10 steps to {out}/")
+        atexit.register(_session.close)
         return _session
 
 
 def attach(tensor, view: str = "pointcloud", **options) -> Panel:
-    """Draw ``tensor`` with ``view`` in the default session; see :meth:`Session.attach`.
+    """Draw ``tensor`` with ``view`` in the innermost open session (a default session when none is
+    open); see :meth:`Session.attach`.
     In a torch.distributed job, on every rank: the probes are gathered to the rendering rank
     (:mod:`caliper_vk.live.distributed`; ``ranks="concat"`` or ``"side"``)."""
     from .live import distributed
@@ -51,37 +76,36 @@ def attach(tensor, view: str = "pointcloud", **options) -> Panel:
 
 
 def add(view, name: str | None = None):
-    """Show a host-fed view (e.g. ``Text`` samples) in the default session."""
+    """Show a host-fed view (e.g. ``Text`` samples) in the innermost open session."""
     return session().add(view, name=name)
 
 
 def step(step: int | None = None) -> bool:
-    """Draw a frame of the default session unless the last is still in flight (in a
-    distributed job: send this rank's probes, or gather and draw on the rendering rank)."""
+    """Draw a frame of the innermost open session unless the last is still in flight (in a
+    distributed job: send this rank's probes, or gather and draw on the rendering rank). With no
+    session open, nothing is drawn (False)."""
     from .live import distributed
 
     if distributed._default is not None:
         return distributed._default.step(step)
-    if _session is None:
-        return False
-    return _session.step(step)
+    current = innermost()
+    return False if current is None else current.step(step)
 
 
 def due(step: int | None = None) -> bool:
-    """Whether the default session's next ``step()`` would draw: skip computing what is
+    """Whether the innermost open session's next ``step()`` would draw: skip computing what is
     only drawn when it would not be (see :meth:`Session.due`). In a distributed job the ranks
     that send are always due (every step's probes are sent)."""
     from .live import distributed
 
     if distributed._default is not None:
         return distributed._default.due(step)
-    if _session is None:
-        return False
-    return _session.due(step)
+    current = innermost()
+    return False if current is None else current.due(step)
 
 
 def status() -> Status:
-    """The default session's status (device, each panel's path, frame time, skips)."""
+    """The innermost open session's status (device, each panel's path, frame time, skips)."""
     return session().status()
 
 

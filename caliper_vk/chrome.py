@@ -272,6 +272,13 @@ class StatusBar(TextStrip):
     def set_text(self, text: str, warn: bool = False) -> None:
         self.set_items([(text, WARNING if warn else FOREGROUND)])
 
+    @property
+    def columns(self) -> int | None:
+        """Characters that fit on the bar as laid out (None before it has a place on a canvas)."""
+        if self.rect is None:
+            return None
+        return max(1, (self.rect.width - 2 * PAD) // cell()[0])
+
 
 def number(v: float) -> str:
     """A value for a legend: 3 significant digits, a true minus sign."""

@@ -77,6 +77,37 @@ def _range(text: str):
     return (lo, hi)
 
 
+def _bins(text: str):
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        bins = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number of bins nor auto") from None
+    if bins < 1:
+        raise argparse.ArgumentTypeError(f"{bins} bins: give at least 1, or auto")
+    return bins
+
+
+# The optional packages behind the CLI's features, by the top-level module a missing one raises for:
+# a missing one is a one-line error naming the extra that installs it.
+EXTRAS = {"websockets": "web", "av": "video", "jupyter_rfb": "notebook", "tensorboard": "tensorboard",
+          "sklearn": "demo", "transformers": "hf", "pytorch_lightning": "lightning", "lightning": "lightning",
+          "cuda": "cuda"}
+
+
+def _missing_package(exc: ModuleNotFoundError) -> str | None:
+    """The one-line error for a missing optional package, or None when ``exc`` is not about one."""
+    top = (exc.name or "").split(".")[0]
+    if top == "torch":
+        return ("this needs PyTorch, which is not installed: install the build for your machine first "
+                "(https://pytorch.org/get-started/locally/), then run this again")
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return f"this needs the optional package {top!r}: pip install 'caliper-vk[{extra}]'"
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -236,7 +267,7 @@ def cmd_view(args) -> int:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
-                   shown=shown, reveal=args.reveal)
+                   shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables)
     if args.web:
         return _serve_view(runs, options, args)
     if args.png or not display_available():
@@ -329,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="matplotlib colormap: viridis, magma, coolwarm, RdBu_r, ...")
     p.add_argument("--palette", default="tab10", help="pointcloud labels: tab10, tab20, ...")
     p.add_argument("--range", default="auto", help="auto, symmetric, or LO,HI")
-    p.add_argument("--bins", type=int, default=64, help="histogram: number of bins")
+    p.add_argument("--bins", type=_bins, default=64,
+                   help="histogram: number of bins, or auto (the rule of docs/views.md; default 64)")
     p.add_argument("--smoothing", type=float, default=None,
                    help="curve: EMA weight in (0, 1) for a smoothed line over the raw trace")
     p.set_defaults(func=cmd_render)
@@ -356,10 +388,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "event directories, or directories of runs (default: the bundled example runs)")
     p.add_argument("--png", help="render offscreen to this PNG instead of opening a window")
     p.add_argument("--size", default="1600x1000", help="WIDTHxHEIGHT (default 1600x1000)")
-    p.add_argument("--axis", default="step", choices=["step", "epoch", "time"], help="x axis (default step)")
+    p.add_argument("--axis", default="step", choices=["step", "epoch", "time", "samples"],
+                   help="x axis (default step; samples: the count of steps with a record)")
     p.add_argument("--cursor", type=float, help="cursor position on the x axis (default: the last step)")
-    p.add_argument("--panel", action="append", help="show panels whose title or metric matches "
-                   "(repeatable; default: loss, task metrics, learning rate)")
+    p.add_argument("--panel", action="append", help="show panels whose title or a metric's name matches "
+                   "this regular expression, case-insensitive (repeatable; default: loss, task metrics, "
+                   "learning rate)")
+    p.add_argument("--tables", action="store_true",
+                   help="a value table under each chart: run, series, raw, smoothed, step, time at the cursor")
+    p.add_argument("--pin", action="append", metavar="PANEL",
+                   help="pin the panels this regular expression matches to the top (repeatable)")
     p.add_argument("--all", action="store_true", help="show every panel")
     p.add_argument("--show", action="append", metavar="RUN",
                    help="draw only these runs at first (repeatable; the others stay in the sidebar's run "
@@ -389,6 +427,15 @@ def main(argv=None) -> int:
         return args.func(args)
     except _user_errors() as exc:
         print(f"caliper: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except ImportError as exc:
+        from ._optional import MissingExtraError
+
+        message = str(exc) if isinstance(exc, MissingExtraError) else (
+            _missing_package(exc) if isinstance(exc, ModuleNotFoundError) else None)
+        if message is None:
+            raise
+        print(f"caliper: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("caliper: interrupted", file=sys.stderr)

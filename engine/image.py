@@ -93,13 +93,30 @@ def create_view(device: Device, image, fmt: int, components=None):
         subresourceRange=subresource_range(), **extra), None)
 
 
+# Image files a frame can be written to, by suffix; those without alpha get the frame's RGB (every
+# frame is opaque: its alpha is 255 throughout).
+IMAGE_SUFFIXES = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP", ".bmp": "BMP",
+                  ".tif": "TIFF", ".tiff": "TIFF"}
+_NO_ALPHA = ("JPEG", "BMP")
+
+
 def write_png(path, rgba) -> Path:
-    """Write ``(h, w, 4)`` uint8 RGBA as a PNG, creating the folder; returns the path."""
+    """Write ``(h, w, 4)`` uint8 RGBA to an image file, creating the folder; returns the path.
+
+    The format follows the suffix (:data:`IMAGE_SUFFIXES`: PNG, lossless, is what the byte-exact
+    checks read; JPEG at quality 95 for sharing); any other suffix is a ValueError naming them."""
     from PIL import Image
 
     path = Path(path)
+    fmt = IMAGE_SUFFIXES.get(path.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{path}: cannot write a {path.suffix or 'suffix-less'} image; write one of "
+                         f"{', '.join(sorted(IMAGE_SUFFIXES))} (.png is lossless)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(rgba, "RGBA").save(path)
+    image = Image.fromarray(rgba, "RGBA")
+    if fmt in _NO_ALPHA:
+        image = image.convert("RGB")
+    image.save(path, fmt, **({"quality": 95} if fmt == "JPEG" else {}))
     return path
 
 

@@ -46,3 +46,35 @@ def assert_view_matches_twin(view, width: int, height: int, folder: Path) -> Non
         want, stats = view.reference_with_stats(width, height)
         assert_same_image(got, want, folder)
         assert view.stats == stats
+
+
+def read_strip(strip: np.ndarray, colour=None, background=None) -> str:
+    """The text of a one-line strip drawn by :func:`caliper_vk.chrome.render_bar` from the left edge,
+    read back exactly: each glyph cell is matched against the atlas's own rendering of every
+    character in ``colour`` on ``background`` (the status line's by default); a cell that matches none is
+    ``?``; reading stops at the first blank cell after the text."""
+    from caliper_vk import chrome
+
+    colour = chrome.FOREGROUND if colour is None else colour
+    background = chrome.BACKGROUND if background is None else background
+    cw, ch = chrome.cell()
+    height = strip.shape[0]
+    y = (height - ch) // 2
+    bank = {}
+    for c in [chr(k) for k in range(32, 127)] + list("·≤≥…–−∞µ×→←"):
+        cell = chrome.render_bar([(c, colour)], (), 2 * chrome.PAD + cw, height, background)
+        bank.setdefault(cell[y:y + ch, chrome.PAD:chrome.PAD + cw].tobytes(), c)
+    blank = chrome.render_bar([], (), 2 * chrome.PAD + cw, height, background)
+    blank = blank[y:y + ch, chrome.PAD:chrome.PAD + cw].tobytes()
+    text, x, blanks = [], chrome.PAD, 0
+    while x + cw <= strip.shape[1]:
+        cell = np.ascontiguousarray(strip[y:y + ch, x:x + cw]).tobytes()
+        if cell == blank:
+            blanks += 1
+            if blanks > 2:
+                break
+        else:
+            blanks = 0
+        text.append(bank.get(cell, "?"))
+        x += cw
+    return "".join(text).rstrip()

@@ -91,7 +91,9 @@ def test_tensor_deleted_by_the_user_stays_drawable(session, artifacts):
     [torch.randn(300, 3) for _ in range(50)]  # churn the allocator
     after = session.render()
     assert np.array_equal(panel.view.positions, expected)
-    assert_same_image(after[:-20], before[:-20], artifacts)  # all but the status line
+    bar = chrome.line_height()  # the title bar now says the tensor is gone: all but it and the status line
+    assert_same_image(after[bar:-20], before[bar:-20], artifacts)
+    assert panel.stale_since is not None and "not updated since step" in session.status().line()
 
 
 def test_resized_storage_stops_the_panel_not_training(session, capsys):
@@ -133,8 +135,9 @@ def test_close_detaches_and_frees_the_import(session):
 
 
 def test_status_names_device_path_and_counts(session):
-    session.attach(cv.empty((10, 3)), "pointcloud", name="emb")
-    session.attach(torch.zeros(4, 4), "heatmap", name="attn")
+    emb, attn = cv.empty((10, 3)), torch.zeros(4, 4)  # held by the loop: live, not stale
+    session.attach(emb, "pointcloud", name="emb")
+    session.attach(attn, "heatmap", name="attn")
     session.render()
     st = cv.Session.status(session)
     assert [p[:2] for p in st.panels] == [("emb", cpu_path()), ("attn", cpu_path())]

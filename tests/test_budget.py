@@ -240,9 +240,10 @@ def test_budget_ignores_writes_on_a_producer_thread():
     assert b.spent == 0.0
 
 
-@pytest.mark.parametrize(("budget", "min_fps"), [(0, 1), (1.5, 1), ("5%", 1), (True, 1), (0.05, 0)])
+@pytest.mark.parametrize(("budget", "min_fps"), [(0, 1), (1.5, 1), ("5", 1), ("150%", 1), ("lots", 1),
+                                                    (True, 1), (0.05, 0)])
 def test_a_bad_budget_is_refused(budget, min_fps):
-    with pytest.raises(ValueError, match=r"budget must be|min_fps must be"):
+    with pytest.raises(ValueError, match=r"budget must be|budget is a share|min_fps must be"):
         cv.Session(window=False, size=(32, 32), budget=budget, min_fps=min_fps)
 
 
@@ -266,9 +267,16 @@ def test_budget_on_the_status_line(monkeypatch):
     monkeypatch.setenv("CALIPER_VK_BUDGET", "off")
     with cv.Session(window=False, size=(64, 48)) as s:
         assert s.budget.share is None and "of training" not in s.status().line()
-    monkeypatch.setenv("CALIPER_VK_BUDGET", "lots")
-    with pytest.raises(ValueError, match="CALIPER_VK_BUDGET must be"):
-        cv.Session(window=False, size=(32, 32))
+    monkeypatch.setenv("CALIPER_VK_BUDGET", "10%")
+    with cv.Session(window=False, size=(64, 48), budget="2%") as s:
+        assert s.budget.share == 0.02  # a share written as a percentage, here and in the environment
+    with cv.Session(window=False, size=(64, 48)) as s:
+        assert s.budget.share == 0.1
+    monkeypatch.setenv("CALIPER_VK_BUDGET", "lots")  # a typo never stops training: said, and 5% used
+    with pytest.warns(UserWarning, match=r"CALIPER_VK_BUDGET='lots' is not a share .* using the default"):
+        s = cv.Session(window=False, size=(32, 32))
+    with s:
+        assert s.budget.share == 0.05
 
 
 def test_budget_holds_in_a_real_short_loop():

@@ -97,6 +97,24 @@ def test_unbuilt_panels_equal_full_redraws_through_moves_hover_drag_zoom_and_tog
         assert not np.array_equal(kept[k - 1], kept[k])
 
 
+def test_a_value_table_follows_the_cursor_under_a_reused_chart(monkeypatch):
+    """With its value table on (table.py), a reused chart's table is drawn after its kept pixels
+    and reads the cursor: whole frames still equal full redraws."""
+    away = [Event("move", x=5.0, y=690.0)]
+
+    def table(dash):
+        dash.tables |= {0, 1}
+
+    moves = [(float(c), away) for c in np.linspace(300.0, 19_000.0, 5)]
+    steps = [(None, away), (table, away), (None, away), (None, away), *moves]
+    kept, (_, _, reused) = _frames(True, monkeypatch, steps)
+    full, _ = _frames(False, monkeypatch, steps)
+    assert reused >= 5
+    for k, (a, b) in enumerate(zip(kept, full, strict=True)):
+        assert np.array_equal(a, b), f"frame {k} differs from a full redraw"
+    assert not np.array_equal(kept[-2], kept[-1])
+
+
 def test_a_change_in_a_kept_panel_draws_it_again(monkeypatch):
     """The panels are kept while nothing but the cursor changes; toggling a panel's log axis (an
     interaction) changes its static part, which is drawn again."""
@@ -106,6 +124,9 @@ def test_a_change_in_a_kept_panel_draws_it_again(monkeypatch):
     dash = Dashboard(_runs(), size=(1100, 700), panels=["*"], columns=2, cursor=500.0)
     try:
         dash.render()
+        for _ in range(2):  # the log axis's glyphs rasterized once (a new glyph changes the font atlas)
+            dash.log_y ^= {0}
+            dash.render()
         r = dash.ui.overlay.retained
         before = (r.hits, r.misses)
         dash.cursor = 800.0

@@ -200,7 +200,7 @@ def test_view_without_runs_opens_on_the_first_example(capsys, monkeypatch):
     assert cli.main(["view", "--png", "unused.png"]) == 0
     from caliper_vk.runs import EXAMPLES
 
-    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == len(EXAMPLES) == 8
+    assert seen["shown"] == ["digits_mlp"] and seen["runs"] == len(EXAMPLES) == 11
 
 
 def _probe_run(tmp_path):
@@ -256,7 +256,8 @@ def test_a_pinned_cell_is_shown_under_its_panel(tmp_path, monkeypatch):
         dash.render()
     finally:
         dash.close()
-    assert "25 at [1, 2] of shape (2, 3); module relu1, example val[0]; frame from step 20" in texts
+    # each part of the readout on a line of its own (cut with "…" where the column is narrow)
+    assert {"25 at [1, 2] of shape (2, 3)", "module relu1, example val[0]", "frame from step 20"} <= set(texts)
     cell = [y for label, y in traces if label.startswith("cell##pin")]
     assert cell and cell[-1].tolist() == [15.0, 25.0, 35.0, 45.0]
 
@@ -271,7 +272,9 @@ def test_a_two_unit_hidden_state_is_drawn_as_its_raw_coordinates(monkeypatch):
     real_scatter, real_text = app.implot.plot_scatter, app.imgui.text_disabled
     monkeypatch.setattr(app.implot, "plot_scatter", lambda label, x, y, *a: (
         drawn.append((label, np.array(x), np.array(y))), real_scatter(label, x, y, *a))[1])
+    real_coloured = app.imgui.text_colored
     monkeypatch.setattr(app.imgui, "text_disabled", lambda t, *a: (texts.append(t), real_text(t, *a))[1])
+    monkeypatch.setattr(app.imgui, "text_colored", lambda c, t: (texts.append(t), real_coloured(c, t))[1])
     dash = app.Dashboard([run], size=(1300, 800), panels=["Array hidden/relu1"], columns=1)
     try:
         dash.render()

@@ -10,8 +10,11 @@ if training, the attach, or the tensor the renderer reads break.
 import numpy as np
 from PIL import Image
 
+from caliper_vk.chrome import LABEL_BACKGROUND, line_height
 from caliper_vk.demos import digits
+from caliper_vk.engine.canvas import grid_rects
 from device_paths import cpu_path
+from images import read_strip
 
 
 def test_digits_lobes_separate_on_the_drawn_tensor(tmp_path):
@@ -29,6 +32,13 @@ def test_digits_lobes_separate_on_the_drawn_tensor(tmp_path):
     assert sheet.shape == (800, 1200, 4)
     assert any(str(tmp_path / "frames") in line for line in lines)
     assert any("contact sheet (steps [0, 100, 200, 300]," in line for line in lines), lines  # no moment twice
+    cells = [c for row in grid_rects(1200, 800, 2, 3, 4) for c in row]
+    bars = [read_strip(sheet[c.y:c.y + line_height(), c.x:c.x + c.width], background=LABEL_BACKGROUND)
+            for c in cells[:4]]
+    assert bars == ["step 0", "step 100", "step 200", "step 300"], bars  # each tile says its step
+    # the final frame's status line names the run's last step, not one from a quarter second earlier
+    final = np.asarray(Image.open(summary["final"]).convert("RGBA"))
+    assert "step 300" in read_strip(final[-line_height():, :]), read_strip(final[-line_height():, :])
 
 
 def test_untrained_cloud_is_one_blob(tmp_path):

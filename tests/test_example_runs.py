@@ -199,6 +199,27 @@ def test_two_runs_in_one_environment_are_bit_identical(tmp_path):
             np.testing.assert_array_equal(fa.array, fb.array)
 
 
+def test_the_fine_tune_starts_from_its_parents_snapshot_and_the_loss_switch_is_an_event(runs):
+    parent, child, scratch = runs["digits_mlp"], runs["finetune_from_mlp"], runs["scratch_lr1e-3"]
+    spe = parent.meta["steps_per_epoch"]
+    assert child.parent["name"] == "digits_mlp" and child.step_offset == 5 * spe
+    assert child.parent["run"] == parent.source.parent.resolve()  # the bundled parent, by relative path
+    assert (5 * spe, "snapshots/epoch005.pt") in parent.snapshots
+    # its step 0 is the parent's state there: the same validation loss (evaluated again from the file)
+    assert child.metrics["val/loss"].value[0] == pytest.approx(_at(parent, "val/loss", 5 * spe), rel=1e-6)
+    assert scratch.parent is None and child.config["lr"] == scratch.config["lr"] == 1e-3
+    # the reading of 003: after the same number of updates at that rate the fine-tune is far ahead
+    assert _at(child, "val/loss", 5 * spe) < 0.8 * _at(scratch, "val/loss", 5 * spe)
+    switch = runs["loss_switch"]
+    ((step, text),) = switch.events
+    assert step == 5 * spe and "label smoothing 0.2" in text
+    loss = switch.metrics["train/loss"]
+    before, after = loss.value[(loss.step > step - 10) & (loss.step <= step)], loss.value[loss.step > step][:10]
+    assert after.min() > before.max()  # the smoothed loss has a higher floor: the jump is the switch
+    for name in ("digits_mlp", "sweep_lr1", "super_resolution"):
+        assert runs[name].events == [] and runs[name].parent is None
+
+
 def test_regenerating_refuses_a_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "digits_mlp").mkdir()
     (tmp_path / "digits_mlp" / "notes.txt").write_text("mine")

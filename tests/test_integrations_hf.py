@@ -71,3 +71,20 @@ def test_hf_callback_without_a_run_dir_only_draws(tmp_path):
                              callbacks=[cb]).train()
         assert cb.recorder is None and session.frames >= 1
         assert "of training" in session.status().line()
+
+
+def test_hf_probes_are_bounded_and_the_panels_name_the_cut(tmp_path):
+    with cv.Session(window=False, size=(480, 320), budget=None) as session:
+        cb = CaliperCallback(outputs=["transformer.h.0.mlp"], embeddings="transformer.wte", session=session,
+                             limits=dict(layers=1, heads=2, tokens=8, rows=16, features=24))
+        transformers.Trainer(model=tiny_gpt2(), args=args(tmp_path), train_dataset=Tokens(),
+                             callbacks=[cb]).train()
+        panels = {p.name: p for p in session.panels}
+        buffers = cb.probes.buffers
+        assert "attention/layer0" not in panels  # one layer of two: the last
+        assert buffers["attention/layer1"].shape == (2, 8, 8)  # 2 heads of 4, 8 tokens of 16
+        assert panels["attention/layer1"].note == "example tokens 0–7 of 16, layer 1 of 2, heads 0–1 of 4"
+        assert buffers["transformer.h.0.mlp"].shape == (8, 24)
+        assert panels["transformer.h.0.mlp"].note == "example tokens 0–7 of 16, columns 0–23 of 32"
+        assert buffers["transformer.wte"].shape == (16, 3)
+        assert panels["transformer.wte (principal axes)"].note == "16 of 64 rows"

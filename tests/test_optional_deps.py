@@ -20,9 +20,9 @@ def test_listing_the_bundled_runs_and_the_cli_import_no_torch():
 
 
 def test_the_sweep_names_are_the_training_scripts():
-    from caliper_vk.runs import SWEEP_NAMES, digits_mlp
+    from caliper_vk.runs import LATER_NAMES, SWEEP_NAMES, digits_mlp
 
-    assert tuple(digits_mlp.SWEEP) == SWEEP_NAMES
+    assert tuple(digits_mlp.SWEEP) == SWEEP_NAMES and tuple(digits_mlp.LATER) == LATER_NAMES
 
 
 def test_without_matplotlib_the_built_in_tables_work_and_others_say_what_to_install():

@@ -183,6 +183,9 @@ def test_dead_units_and_activation_statistics_from_the_validation_forward(tmp_pa
     dead = int(np.sum(~(a != 0).any(axis=0)))
     assert dead >= 1
     assert run.metrics["act/dead_units/1"].value[-1] == dead
+    which = run.arrays["act/dead/1"][-1]  # which units, not only how many
+    np.testing.assert_array_equal(which.array, (~(a != 0).any(axis=0)).astype(np.uint8))
+    assert (which.step, which.module, which.kind) == (1, "1", "dead units") and which.array[0] == 1
     assert run.metrics["act/dead_frac/1"].value[-1] == pytest.approx(dead / 12)
     assert run.metrics["act/zero_frac/1"].value[-1] == pytest.approx(np.mean(a == 0))
     assert run.metrics["act/std/1"].value[-1] == pytest.approx(a.astype(np.float64).std(), rel=1e-6)

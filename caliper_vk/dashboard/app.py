@@ -22,20 +22,24 @@ from ..record.mapped import release_pages
 from . import model
 from .imgui_backend import ImGuiRenderer
 from .arrays import ArrayPanels
+from .marks import MarkedPanels
 from .reuse import ReusedPanels
+from .epochs import EpochOverlays
 from .scalars import ScalarPanels
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color
+from .table import ValueTables
+from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
 
 FOLD_RUNS = 3  # with more runs shown, their status and best fold under one sidebar node
 
 
-class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
+class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
-                 shown: list[str] | None = None, reveal: bool = False):
+                 shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None,
+                 tables: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -82,16 +86,14 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         self.panels = model.default_panels(self.all_runs)
         # scalar panels with a logarithmic y axis (toggled per panel): those whose positive values
         # span more than two decades, and with log_y the loss panels
-        self.log_y = {i for i, p in enumerate(self.panels)
-                      if (log_y and p.kind == "scalar" and p.options.get("group") == "loss")
-                      or model.spans_decades(self.runs, p)}
+        self._log_losses = bool(log_y)
+        self._log_flipped: set = set()  # panels whose log toggle the reader flipped
+        self.log_y = self._auto_log()
         release_pages()  # those scans touched every column of the run files: none stays resident
         if panels == ["*"]:
             self.enabled = [True] * len(self.panels)
         elif panels:
-            wanted = [p.lower() for p in panels]
-            self.enabled = [any(w in p.title.lower() or any(w == k.lower() for k in p.keys) for w in wanted)
-                            for p in self.panels]
+            self.enabled = [any(matches(w, p) for w in panels) for p in self.panels]
             if not any(self.enabled):
                 titles = "; ".join(p.title for p in self.panels)
                 raise ValueError(f"no panel matches {panels}; the panels are: {titles}")
@@ -101,6 +103,19 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
                             and any(k in r.metrics for r in self.runs for k in p.keys) for p in self.panels]
             if not any(self.enabled):
                 self.enabled = [i < 4 for i in range(len(self.panels))]
+        # pinned panels are drawn first, in the order pinned (TensorBoard's "pin to top")
+        self.pinned_panels: list[int] = []
+        for w in pinned or ():
+            hits = [i for i, p in enumerate(self.panels) if matches(w, p)]
+            if not hits:
+                raise ValueError(f"no panel matches {w!r} to pin; the panels are: "
+                                 f"{'; '.join(p.title for p in self.panels)}")
+            for i in hits:
+                self.pin_panel(i)
+        self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
+        self.epoch_keys: dict = {}  # "Epochs overlaid" panel index -> the series chosen in it (epochs.py)
+        # scalar panels showing the value table under the chart (table.py; each has a toggle)
+        self.tables = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if tables else set()
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
             firsts = [run.coordinate(axis, e[:1])[0] for run in self.runs
                       if len(e := model.evaluation_steps(run))]
@@ -157,13 +172,15 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         imgui.end_child()
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
-        shown = [(i, p) for i, (p, on) in enumerate(zip(self.panels, self.enabled, strict=True)) if on]
+        shown = self._panels_shown()
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
                 imgui.same_line()
             # no scrollbar: one appearing for a frame would narrow the plot and redo its columns
-            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, PANEL_HEIGHT + 60), imgui.ChildFlags_.borders,
+            # a value table under the chart makes its panel taller by the table's height (table.py)
+            height = PANEL_HEIGHT + 60 + (self._table_height(panel) if i in self.tables else 0.0)
+            imgui.begin_child(f"panel{i}", imgui.ImVec2(width, height), imgui.ChildFlags_.borders,
                               imgui.WindowFlags_.no_scrollbar)
             cached = len(self._cache)
             self._panel(panel, i)
@@ -172,6 +189,20 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             imgui.end_child()
         imgui.end_child()
         imgui.end()
+
+    def _panels_shown(self) -> list[tuple[int, model.Panel]]:
+        """The panels drawn, pinned ones first: those enabled that the filter box matches."""
+        order = self.pinned_panels + [i for i in range(len(self.panels)) if i not in self.pinned_panels]
+        return [(i, self.panels[i]) for i in order
+                if self.enabled[i] and (not self.panel_filter or matches(self.panel_filter, self.panels[i]))]
+
+    def pin_panel(self, index: int, on: bool = True) -> None:
+        """Pin panel ``index`` to the top (shown, before every other), or unpin it."""
+        if index in self.pinned_panels:
+            self.pinned_panels.remove(index)
+        if on:
+            self.pinned_panels.append(index)
+            self.enabled[index] = True
 
     def _rgb(self, run: Run) -> tuple:
         return self._colours[run.name]
@@ -186,9 +217,25 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         self._limits.clear()  # refit the plots to the runs now shown
         self._cache.clear()
 
+    def _auto_log(self) -> set:
+        """The scalar panels that open on a log axis for the runs drawn: those whose positive
+        values span more than two decades, and with ``log_y`` the loss panels."""
+        return {i for i, p in enumerate(self.panels)
+                if (self._log_losses and p.kind == "scalar" and p.options.get("group") == "loss")
+                or model.spans_decades(self.runs, p)}
+
+    def toggle_log(self, index: int, on: bool) -> None:
+        """Panel ``index``'s log y toggle (kept when reveal mode chooses the axes again)."""
+        if on != (index in self.log_y):
+            self._log_flipped ^= {index}
+        (self.log_y.add if on else self.log_y.discard)(index)
+
     def _reveal_to_cursor(self) -> None:
         """Reveal mode: draw each shown run as it stood at the cursor's step (recomputed when
-        the cursor reaches another step); the plots keep the whole run's x range."""
+        the cursor reaches another step). The axes are those of what is revealed: the x range
+        and the log/linear choice are made again from it (a reader at step 0 must not see from
+        the axes how long the run is, or that its loss will fall two decades); a log toggle the
+        reader flipped stays flipped."""
         steps = [r.to_step(self.axis, self.cursor) for r in self.full_runs]
         key = tuple(None if s is None else int(s) for s in steps)
         if self._revealed is not None and self._revealed[0] == key:
@@ -199,6 +246,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
                      for r, s, before in zip(self.full_runs, steps, ahead, strict=True)]
         self._revealed = (key, self.runs)
         self._cache = {k: v for k, v in self._cache.items() if k[0] in ("x",)}  # series changed
+        self._limits.clear()  # fit every plot to what is revealed now
+        self.log_y = self._auto_log() ^ self._log_flipped
+        release_pages()
 
     def _run_selector(self) -> None:
         """Show or hide each run, and filter them by name."""
@@ -236,9 +286,10 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
                 imgui.tree_pop()
         self._settings()
         imgui.separator()
-        imgui.text("x axis")
-        for a in model.AXES:
-            imgui.same_line()
+        imgui.text("x axis")  # the choices on a line of their own: four do not fit beside the label
+        for k, a in enumerate(model.AXES):
+            if k:
+                imgui.same_line()
             if imgui.radio_button(a, self.axis == a) and a != self.axis:
                 self._change_axis(a)
         _, self.smoothing = imgui.slider_float("smoothing", self.smoothing, 0.0, 0.99, "%.2f")
@@ -252,10 +303,18 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         if self.RETAIN:  # what is above the cursor's readout is kept while it stays the same
             self.ui.retain(("sidebar",))
         imgui.text(f"cursor: {self.axis} {self.cursor:.6g}")
+        self._event_readout()
         self._readout()
         imgui.separator()
+        imgui.set_next_item_width(imgui.get_content_region_avail().x)
+        _, self.panel_filter = imgui.input_text_with_hint("##panelfilter", "filter panels (regular expression)",
+                                                          self.panel_filter)
         if imgui.tree_node("Panels"):
             for i, p in enumerate(self.panels):
+                changed, pin = imgui.checkbox(f"pin##pin{i}", i in self.pinned_panels)
+                if changed:
+                    self.pin_panel(i, pin)
+                imgui.same_line()
                 _, self.enabled[i] = imgui.checkbox(f"{p.title}##en{i}", self.enabled[i])
             imgui.tree_pop()
 
@@ -266,6 +325,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             imgui.text(f"  {run.status}, {'finite' if run.finite else 'NON-FINITE values'}, "
                        f"steps {r[0]}–{r[1]}" if r else f"  {run.status}, no steps")
             imgui.text_wrapped(f"  {model.best_marks(run).text}")
+            if (snaps := model.snapshot_text(run)) is not None:
+                imgui.text_wrapped(f"  {snaps}")
             if run.problems and imgui.tree_node(f"  {len(run.problems)} note(s)##p{k}"):
                 for p in run.problems[:50]:
                     imgui.text_wrapped(p)
@@ -317,14 +378,21 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
         keys = [k for k in keys if any(k in run.metrics for run in self.runs)]  # not only hidden runs
         for key in keys[:24]:
             imgui.text(key)
+            others: dict[str, list[str]] = {}  # runs without a value here: one line, not one each
             for run in self.runs:
                 r = model.read_cursor(run, key, self.axis, self.cursor)
-                if r.state == "not-recorded" and len(self.runs) > 1:
+                if r.state != "value":
+                    if len(self.runs) == 1:  # its own range said in full
+                        others.setdefault(r.text, []).append(run.name)
+                    elif r.state != "not-recorded":
+                        others.setdefault(r.text.split(" (")[0], []).append(run.name)
                     continue
-                alpha = 0.9 if r.state == "value" else 0.55
-                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), alpha))
+                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), 0.9))
                 imgui.text_wrapped(f"  {run.name}: {r.text}")  # wrapped, never cut at the sidebar's edge
                 imgui.pop_style_color()
+            if others:  # cut with "…" when long, every run on hover
+                fitted_text("  " + "; ".join(f"{why}: {', '.join(names)}" if len(self.runs) > 1 else why
+                                             for why, names in others.items()), dim())
         # a search touches a few pages of the step and value columns, and the kernel maps a run
         # file's pages in large folios (2 MB each here): hand them back after the readout (key by
         # key cost 1.5 ms a frame in refaults of the shared step column; the readout holds at most
@@ -388,6 +456,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             self._array_panel(panel, index)
         elif panel.kind == "confusion":
             self._confusion_panel(panel, index)
+        elif panel.kind == "epochs":
+            self._epoch_panel(panel, index)
 
     def _cursor_line(self, index: int, deferred: bool = False) -> None:
         """The cursor in the current plot: dragged, or set by a click. ``deferred``: ImPlot only
@@ -469,6 +539,19 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels):
             canvas.close()
         self._canvases.clear()
         self.ui.close()
+
+
+def matches(pattern: str, panel: model.Panel) -> bool:
+    """Whether ``pattern`` (a regular expression, case-insensitive; one that does not compile is
+    taken literally) is found in the panel's title or in one of its metrics' names."""
+    import re
+
+    try:
+        rx = re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        rx = re.compile(re.escape(pattern), re.IGNORECASE)
+    # (the epoch overlay's key is only the series it opens on: it is matched by its title)
+    return bool(rx.search(panel.title)) or (panel.kind != "epochs" and any(rx.search(k) for k in panel.keys))
 
 
 def open_runs(paths) -> list[Run]:

@@ -12,7 +12,7 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
-from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, fitted_text
+from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, dim, fitted_text
 
 
 class ArrayPanels:
@@ -132,34 +132,39 @@ class ArrayPanels:
         return Images(a, normalize="tile", colormap="RdBu_r", value_range="symmetric")
 
     def _histogram_panel(self, panel: model.Panel, index: int) -> None:
+        """Each run's latest frames at the cursor (overlaid or offset, fading by age), or its frames
+        over time; a plot per run, sharing the height the lines above them leave. With more than
+        two runs each run's lines are joined into one (cut with "…", whole on hover)."""
         key = panel.keys[0]
-        imgui.text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
-                                  if self.hist_mode == "offset" else ""))
+        fitted_text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
+                                   if self.hist_mode == "offset" else ""))
         stacks = {}  # id(run) -> the frames drawn, oldest first (overlay and offset)
+        joined = len(self.runs) > 2
         for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
-            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)))
-            if f is None:
-                continue
-            step = run.to_step(self.axis, self.cursor)
-            stack = model.histogram_stack(frames, step, self.history) if step is not None else []
-            stacks[id(run)] = stack
-            # what each line is, said here (a legend over the plot covered the bins)
-            fading = (f"; {len(stack) - 1} earlier fading (steps {stack[0].step}–{stack[-2].step})"
-                      if len(stack) > 1 and self.hist_mode != "time" else "")
-            fitted_text(f"outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
-                        + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else "") + fading)
+            lines = [f"{run.name}: {text}"]
+            if f is not None:
+                step = run.to_step(self.axis, self.cursor)
+                stack = model.histogram_stack(frames, step, self.history) if step is not None else []
+                stacks[id(run)] = stack
+                # what each line is, said here (a legend over the plot covered the bins)
+                fading = (f"; {len(stack) - 1} earlier fading (steps {stack[0].step}–{stack[-2].step})"
+                          if len(stack) > 1 and self.hist_mode != "time" else "")
+                lines.append(f"outside [{f.edges[0]:g}, {f.edges[-1]:g}]: below {f.below}, above {f.above}"
+                             + (f", NaN {f.nan}, Inf {f.inf}" if f.nan or f.inf else "") + fading)
+            fitted_text(lines[0] if not joined else "; ".join(lines), _col(self._rgb(run)))
+            if len(lines) > 1 and not joined:
+                fitted_text(lines[1])
         if self.hist_mode == "time":
             return self._histogram_time(panel, index)
-        live = sum(1 for run in self.runs if stacks.get(id(run)))
-        h = (PANEL_HEIGHT - 2 * 20 * len(self.runs)) // max(1, live)  # under two lines a run
-        for k, run in enumerate(self.runs):
-            stack = stacks.get(id(run))
-            if not stack:
-                continue
-            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, max(80, h)), implot.Flags_.no_legend):
-                implot.setup_axes("value", "count (offset)" if self.hist_mode == "offset" else "count",
+        live = [(k, run) for k, run in enumerate(self.runs) if stacks.get(id(run))]
+        h = self._plot_height(len(live))
+        for k, run in live:
+            stack = stacks[id(run)]
+            if self._begin_plot(f"##h{index}_{k}", imgui.ImVec2(-1, h), implot.Flags_.no_legend):
+                implot.setup_axes("value" if h > 60 else "", "" if h <= 60 else
+                                  "count (offset)" if self.hist_mode == "offset" else "count",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
                 for i, f in enumerate(stack):
@@ -173,74 +178,107 @@ class ArrayPanels:
                                              weight=2.0 if age == 0 else 1.0))
                 self._end_plot()
 
+    @staticmethod
+    def _plot_height(plots: int) -> float:
+        """The height of each of ``plots`` plots stacked in what is left of the panel."""
+        spacing = imgui.get_style().item_spacing.y
+        return max(24.0, (imgui.get_content_region_avail().y - 4 - spacing * max(0, plots - 1))
+                   / max(1, plots))
+
     def _histogram_time(self, panel: model.Panel, index: int) -> None:
+        """Each run's frames over time as an image (bins up, frames across), its colour the count:
+        what the colour is is said above the plots, never in a legend over them."""
         from ..views import Heatmap
 
         key = panel.keys[0]
+        live = []
         for k, run in enumerate(self.runs):
             frames = run.histograms.get(key, [])
             frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
-            if not frames:
-                continue
+            if frames:
+                live.append((k, run, frames))
+        if live:
+            fitted_text("colour: log(1 + count) of each bin (brighter: more values), one column a frame", dim())
+        h = self._plot_height(len(live))
+        for k, run, frames in live:
             def draw(frames=frames):  # bins (highest value at the top) x frames
                 c = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
                 return self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
                                        max(64, min(600, 8 * c.shape[1])), 200)
 
             tex = self._texture(("ht", k, key), (len(frames), frames[-1].step), draw)
-            if self._begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, PANEL_HEIGHT // max(1, len(self.runs)))):
-                implot.setup_axes(model.AXIS_LABELS[self.axis], "value", implot.AxisFlags_.auto_fit,
-                                  implot.AxisFlags_.auto_fit)
+            if self._begin_plot(f"##ht{index}_{k}", imgui.ImVec2(-1, h), implot.Flags_.no_legend):
+                implot.setup_axes(model.AXIS_LABELS[self.axis] if h > 60 else "", "value" if h > 60 else "",
+                                  implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
                 e0, e1 = float(frames[0].edges[0]), float(frames[0].edges[-1])
                 implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
                                   implot.Point(float(xs[-1]) + 1e-9, e1))
+                self._run_marks()
                 self._cursor_line(1000 + index * 16 + k)
                 self._end_plot()
 
     def _runs_with(self, section: str, key: str) -> list[tuple[int, Run]]:
-        """The runs (with their colour index) that recorded ``key``; one line names the others."""
+        """The runs (with their colour index) that recorded ``key``; one line (cut to the panel,
+        whole on hover) names the others, or says that none of the runs shown has it."""
         having = [(k, run) for k, run in enumerate(self.runs) if getattr(run, section).get(key)]
         missing = [run.name for run in self.runs if not getattr(run, section).get(key)]
-        if missing and len(self.runs) > 1:
-            imgui.text_disabled(f"not recorded in: {', '.join(missing)}")
+        if not having:
+            fitted_text(f"not recorded in the run{'s' if len(self.runs) > 1 else ''} shown", dim())
+        elif missing:
+            fitted_text(f"not recorded in: {', '.join(missing)}", dim())
         return having
 
     def _array_panel(self, panel: model.Panel, index: int) -> None:
+        """Each run's frame at the cursor in a column of its own, laid out whole: the columns share
+        the panel's width, and each image is as large as its column and the panel's height leave
+        it (a pinned cell's readout and trace take part of the column beside it)."""
         key = panel.keys[0]
-        imgui.text(panel.title)
-        two = [run for _, run in self._runs_with("arrays", key) if self._has_raw_pairs(run, key)]
+        having = [(k, run) for k, run in enumerate(self.runs) if run.arrays.get(key)]
+        two = [run for _, run in having if self._has_raw_pairs(run, key)]
+        fitted_text(panel.title, reserve=imgui.calc_text_size("raw scatter").x + 40 if two else 0.0)
         if two:  # a two-unit hidden state: its own two coordinates can be drawn as they are
             imgui.same_line()
             changed, on = imgui.checkbox(f"raw scatter##sc{index}", key not in self.as_cells)
             if changed:
                 (self.as_cells.discard if on else self.as_cells.add)(key)
-        for i, (k, run) in enumerate(self._runs_with("arrays", key)):
+        having = self._runs_with("arrays", key)
+        if not having:
+            return
+        spacing = imgui.get_style().item_spacing.x
+        line = imgui.get_text_line_height_with_spacing()
+        col_w = (imgui.get_content_region_avail().x - spacing * (len(having) - 1)) / len(having)
+        room_h = imgui.get_content_region_avail().y - 3 * line - 4  # under the column's three lines
+        for i, (k, run) in enumerate(having):
             if i:
                 imgui.same_line()
             imgui.begin_group()
             f, text = model.frame_reading(run, run.arrays.get(key, []), self.axis, self.cursor)
-            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)))
-            if f is not None:
-                ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
-                                              f"example {f.example}" if f.example else "",
-                                              f"shape {tuple(f.array.shape)}") if x)
-                imgui.push_style_color(imgui.Col_.text, imgui.get_style().color_(imgui.Col_.text_disabled))
-                imgui.text_wrapped(ident)  # a long example name wraps; it is never cut
-                imgui.pop_style_color()
-                a = f.array
-                fin = np.isfinite(a)
-                if fin.any():
-                    imgui.text_disabled(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
-                                        + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf"))
-                size = ARRAY_PX if len(self.runs) > 1 else min(2 * ARRAY_PX, PANEL_HEIGHT - 40)
-                if model.raw_pairs(a) and key not in self.as_cells:
-                    self._raw_scatter(f"##raw{index}_{k}", run, a, size)
-                    imgui.end_group()
-                    continue
-                tex = self._frame_texture(("a", k, key), run, f, size, size)
-                imgui.image(tex, imgui.ImVec2(*tex.size))
-                self._cell_readout(("a", k, key), run, key, f, tex.size)
+            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)), width=col_w)
+            if f is None:
+                imgui.dummy(imgui.ImVec2(col_w, 1))
+                imgui.end_group()
+                continue
+            ident = ", ".join(x for x in (f"module {f.module}" if f.module else "",
+                                          f"example {f.example}" if f.example else "",
+                                          f"shape {tuple(f.array.shape)}") if x)
+            fitted_text(ident, dim(), width=col_w)  # a long example name ends in "…", whole on hover
+            a = f.array
+            fin = np.isfinite(a)
+            fitted_text(f"range {a[fin].min():.4g} .. {a[fin].max():.4g}"
+                        + ("" if fin.all() else f", {int((~fin).sum())} NaN/Inf") if fin.any()
+                        else "no finite value", dim(), width=col_w)
+            pinned = self.pinned.get((run.name, key)) is not None
+            beside = min(TRACE_W, max(140.0, col_w / 2)) if pinned else 0.0  # the pinned cell's readout
+            most = ARRAY_PX if len(self.runs) > 1 else 2 * ARRAY_PX
+            size = int(max(32, min(most, room_h, col_w - (beside + spacing if pinned else 0.0))))
+            if model.raw_pairs(a) and key not in self.as_cells:
+                self._raw_scatter(f"##raw{index}_{k}", run, a, size, col_w)
+                imgui.end_group()
+                continue
+            tex = self._frame_texture(("a", k, key), run, f, size, size)
+            imgui.image(tex, imgui.ImVec2(*tex.size))
+            self._cell_readout(("a", k, key), run, key, f, tex.size, col_w - size - spacing)
             imgui.end_group()
 
     def _has_raw_pairs(self, run: Run, key: str) -> bool:
@@ -250,12 +288,12 @@ class ArrayPanels:
             self._cache[ck] = any(model.raw_pairs(f.array) for f in run.arrays[key])
         return self._cache[ck]
 
-    def _raw_scatter(self, plot_id: str, run: Run, a: np.ndarray, size: int) -> None:
+    def _raw_scatter(self, plot_id: str, run: Run, a: np.ndarray, size: int, width: float) -> None:
         """An (examples, 2) hidden state as its raw coordinates: one point per example, unit 0
         across and unit 1 up, on equal scales; no projection is computed, and the axes say so."""
-        imgui.text_disabled("raw coordinates of the 2 units (not a projection)")
-        height = max(80.0, imgui.get_content_region_avail().y - 4)
-        if self._begin_plot(plot_id, imgui.ImVec2(height + 60, height), implot.Flags_.no_legend
+        fitted_text("raw coordinates of the 2 units (not a projection)", dim(), width=width)
+        height = max(60.0, imgui.get_content_region_avail().y - 4)
+        if self._begin_plot(plot_id, imgui.ImVec2(min(height + 60, width), height), implot.Flags_.no_legend
                             | implot.Flags_.equal):
             implot.setup_axes("unit 0 (raw)", "unit 1 (raw)", implot.AxisFlags_.auto_fit,
                               implot.AxisFlags_.auto_fit)
@@ -291,9 +329,11 @@ class ArrayPanels:
         tile, row, col = cell
         return (*np.unravel_index(tile, shape[:-2]), row, col)
 
-    def _cell_readout(self, tex_key, run: Run, key: str, frame, size) -> None:
+    def _cell_readout(self, tex_key, run: Run, key: str, frame, size, width: float) -> None:
         """Hovering a cell shows its value, index, the probe's identity and the frame's step, and
-        its trace over every frame; a click pins it under the panel."""
+        its trace over every frame; a click pins it beside the image, in the ``width`` pixels
+        the column leaves there (each part of the readout on a line of its own, cut with "…"
+        and whole on hover)."""
         shape = tuple(np.shape(frame.array))
         hovered = self._hovered_cell(tex_key, shape, size)
         if hovered is not None:
@@ -305,24 +345,27 @@ class ArrayPanels:
             imgui.text_disabled("click to pin it under the panel")
             imgui.end_tooltip()
         pinned = self.pinned.get((run.name, key))
-        if pinned is not None:  # beside the image: the panel is wider than the square image
+        if pinned is not None:  # beside the image: the column is wider than the square image
             inside = len(pinned) == len(shape) and all(0 <= i < n for i, n in zip(pinned, shape, strict=True))
             imgui.same_line()
             imgui.begin_group()
-            imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + TRACE_W)
-            imgui.text(model.cell_text(frame, pinned) if inside else
-                       f"cell [{', '.join(map(str, pinned))}]: not in this frame (shape {shape})")
-            imgui.pop_text_wrap_pos()
+            text = (model.cell_text(frame, pinned) if inside else
+                    f"cell [{', '.join(map(str, pinned))}]: not in this frame (shape {shape})")
+            parts = text.split("; ")
+            for part in parts:
+                fitted_text(part, width=width)
+            line = imgui.get_text_line_height_with_spacing()
             self._cell_trace(f"##pin{run.name}{key}", run, key, pinned,
-                             max(TRACE_PX, size[1] - 3 * imgui.get_text_line_height_with_spacing()))
+                             max(40.0, size[1] - len(parts) * line - 4), width)
             imgui.end_group()
 
-    def _cell_trace(self, plot_id: str, run: Run, key: str, index: tuple, height: float = TRACE_PX) -> None:
+    def _cell_trace(self, plot_id: str, run: Run, key: str, index: tuple, height: float = TRACE_PX,
+                    width: float = TRACE_W) -> None:
         """One cell over every frame of the probe: a marker per frame (the steps between frames
         have no value and stay empty), the cursor's frame highlighted."""
         steps, values = model.cell_trace(run.arrays[key], index)
         x = run.coordinate(self.axis, steps)
-        if self._begin_plot(plot_id, imgui.ImVec2(TRACE_W, height), implot.Flags_.no_legend):
+        if self._begin_plot(plot_id, imgui.ImVec2(min(TRACE_W, width), height), implot.Flags_.no_legend):
             implot.setup_axes("", "", 0, implot.AxisFlags_.auto_fit)
             known = x[np.isfinite(x)]
             if len(known):
@@ -332,6 +375,7 @@ class ArrayPanels:
             implot.plot_scatter(f"cell{plot_id}", x, values,
                                 _spec(self._rgb(run), marker=implot.Marker_.circle))
             implot.tag_x(self.cursor, _col((1, 1, 1), 0.6))
+            self._run_marks()
             self._end_plot()
 
     def _confusion_panel(self, panel: model.Panel, index: int) -> None:
@@ -351,8 +395,9 @@ class ArrayPanels:
             imgui.pop_style_color()
         # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
         # wide as three-digit counts need, when there is room (the view writes them when they fit)
-        share = 0.6 * imgui.get_content_region_avail().x / max(1, len(framed)) - 8
-        widths = [int(min(420, 30 * f.matrix.shape[0] + 20, max(120, share))) for _, _, f, _ in framed]
+        avail = imgui.get_content_region_avail().x  # the plot keeps at least 200 px of it
+        share = min(0.6 * avail, avail - 200) / max(1, len(framed)) - 8
+        widths = [int(min(420, 30 * f.matrix.shape[0] + 20, max(64, share))) for _, _, f, _ in framed]
         # The plot is drawn first, beside where the matrices go: its lines span every frame and
         # stay the same as the cursor moves, so with the title they are the panel's static part
         # (kept, engine/retained.py); the matrices at the cursor and the cursor line are drawn
@@ -364,12 +409,11 @@ class ArrayPanels:
         if self.RETAIN:
             self.ui.retain(("panel", index))
         imgui.set_cursor_pos(row)
+        room = imgui.get_content_region_avail().y - imgui.get_text_line_height_with_spacing() - 4
         for (k, run, f, text), w in zip(framed, widths, strict=True):
             imgui.begin_group()
-            imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + w)
-            imgui.text_colored(_col(self._rgb(run)), f"{run.name}: {text}")
-            imgui.pop_text_wrap_pos()
-            h = min(PANEL_HEIGHT - 60, w)
+            fitted_text(f"{run.name}: {text}", _col(self._rgb(run)), width=w)
+            h = int(max(24, min(PANEL_HEIGHT - 60, w, room)))
             tex = self._frame_texture(("c", k, key), run, f, w, h)
             imgui.image(tex, imgui.ImVec2(*tex.size))
             imgui.end_group()
@@ -384,7 +428,8 @@ class ArrayPanels:
         # one line per class and run: a legend of them all would cover the plot; the colours are
         # the classes' (as in the matrix's order), and the axis label says which line is which
         room = imgui.get_content_region_avail().x - 70  # the plot area, beside its y axis's labels
-        if not self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, PANEL_HEIGHT - 20), implot.Flags_.no_legend):
+        height = max(60.0, imgui.get_content_region_avail().y - 4)  # what the lines above it leave
+        if not self._begin_plot(f"##rp{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             return None
         if imgui.calc_text_size(steps_axis).x > room:  # "step", not "step (optimizer updates)" cut off
             steps_axis = steps_axis.split(" (")[0]
@@ -413,6 +458,7 @@ class ArrayPanels:
                 suffix = "" if len(self.runs) == 1 else f" · {run.name}"
                 implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
                 implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
+        self._run_marks()
         self._cursor_line(2000 + index, deferred=True)
         self._end_plot()
         at, self._cursor_at, self._cursor_axis = self._cursor_at, None, None

@@ -29,8 +29,9 @@ from ..record.mapped import item, search
 from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
 
-AXES = ("step", "epoch", "time")
-AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)"}
+AXES = ("step", "epoch", "time", "samples")
+AXIS_LABELS = {"step": "step (optimizer updates)", "epoch": "epoch (fractional)", "time": "elapsed time (s)",
+               "samples": "recorded samples (steps with a record)"}
 
 
 @dataclass
@@ -85,6 +86,8 @@ def default_panels(runs: list[Run]) -> list[Panel]:
     rest = [k for k in keys if k not in used and not k.startswith(_SKIP)]
     for k in rest:
         panels.append(Panel(k, "scalar", [k], "", {"group": "other"}))
+    if keys:  # a per-step scalar's epochs over one within-epoch axis (epochs.py; any series can be chosen)
+        panels.append(Panel("Epochs overlaid", "epochs", ["train/loss" if "train/loss" in keys else keys[0]]))
     for name in sorted({k for r in runs for k in r.histograms}):
         panels.append(Panel(f"Histogram {name}", "histogram", [name]))
     for name in sorted({k for r in runs for k in r.arrays}):
@@ -143,7 +146,9 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
     step = run.to_step(axis, x)
     if step is None:
         r = run.step_range
-        span = f"steps {r[0]}–{r[1]}" if r else "no steps"
+        off = run.step_offset if axis == "step" else 0
+        span = (f"steps {r[0]}–{r[1]}" + (f", {r[0] + off}–{r[1] + off} of {run.parent['name']}" if off else "")
+                if r else "no steps")
         lo_hi = run.coordinate(axis, np.array(r, dtype=float)) if r else None
         where = (f"{axis} {lo_hi[0]:.4g}–{lo_hi[1]:.4g}" if lo_hi is not None and axis != "step"
                  and np.all(np.isfinite(lo_hi)) else span)
@@ -155,6 +160,8 @@ def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
     # read, not mapped: a touch would map a whole folio of each column (record/mapped.py)
     v, ph, at = float(item(s.value, i)), bool(item(s.placeholder, i)), int(item(s.step, i))
     text = f"{_fmt(v)} at step {at}" + (" (placeholder, not a measurement)" if ph else "")
+    if run.step_offset and axis == "step":  # drawn on its parent's step axis: say both
+        text += f" (step {at + run.step_offset} of {run.parent['name']})"
     return Reading(run.name, key, "value", at, v, ph, text)
 
 
@@ -197,6 +204,7 @@ def revealed(run: Run, step: float) -> Run:
     return replace(run, metrics=metrics, histograms=frames(run.histograms), arrays=frames(run.arrays),
                    confusions=frames(run.confusions), snapshots=[s for s in run.snapshots if s[0] <= upto],
                    epochs=[e for e in run.epochs if e.get("step", 0) <= upto],
+                   events=[e for e in run.events if e[0] <= upto],
                    progress_step=run.progress_step[:n], progress_time=run.progress_time[:n],
                    progress_epoch=None if run.progress_epoch is None else run.progress_epoch[:n],
                    status=run.status if done else "running", ended=run.ended and done, finite=finite)
@@ -346,6 +354,17 @@ def best_marks(run: Run, metric: str | None = None) -> BestMarks:
     if latest is not None and latest != b:
         text += f"; latest state: step {latest}"
     return BestMarks(b, float(acc[-1]), saved, latest, snaps, text)
+
+
+def snapshot_text(run: Run) -> str | None:
+    """What the run's snapshots hold, said where they are listed: ``Recorder.save`` writes the
+    parameters (a ``state_dict``), not the optimizer's state (moments, step counts) or the
+    scheduler's and data order that resuming training needs."""
+    if not run.snapshots:
+        return None
+    n = len(run.snapshots)
+    return (f"{n} snapshot{'s' if n > 1 else ''} (steps {', '.join(str(s) for s, _ in run.snapshots[:6])}"
+            f"{', …' if n > 6 else ''}): parameters only, not the optimizer state a resume needs")
 
 
 def definitions(runs: list[Run], panel: Panel) -> list[str]:

@@ -51,7 +51,8 @@ class ReusedPanels:
             None if (sr := run.metrics.get(k)) is None else (id(sr), len(sr)) for k in panel.keys))
             for run in self.runs)
         ds, ov = io.display_size, self.ui.overlay
-        return (id(panel), data, self.axis, self.smoothing, index in self.log_y, self._limits.get(index),
+        return (id(panel), data, self.axis, self.smoothing, index in self.log_y, index in self.tables,
+                self._limits.get(index),
                 self._legend_rows.get(index, 1), (p.x, p.y, s.x, s.y), (ds.x, ds.y), (ov.width, ov.height))
 
     def _note_axis(self, px: int) -> None:
@@ -84,6 +85,8 @@ class ReusedPanels:
         imgui.dummy(imgui.ImVec2(end[0] - start.x, end[1] - start.y))
         self.ui.retain(("panel", index), inputs, reuse=True)
         self._cursor_strokes((_column(axis, self.cursor), *area))
+        if index in self.tables:  # drawn after the static part, as a full build draws it
+            self._value_table(self.panels[index], index)
         return True
 
 

@@ -13,7 +13,7 @@ from imgui_bundle import imgui, implot
 from ..record import Run
 from ..record.mapped import item
 from . import model
-from .style import NEUTRAL, PALETTE, _col, _series_shade, _spec, fit_text, fitted_text
+from .style import LEGEND_ROWS, NEUTRAL, PALETTE, _col, _series_shade, _spec, dim, fit_text, fitted_text
 
 
 class ScalarPanels:
@@ -24,15 +24,21 @@ class ScalarPanels:
         if self._reuse_panel(index, self._inputs):  # nothing changed but the cursor (reuse.py)
             self._inputs = None
             return
+        if not any(len(run.metrics.get(k) or ()) for run in self.runs for k in panel.keys):
+            return self._not_recorded_panel(panel, index)
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
-        style = imgui.get_style()  # the title cut to leave the log toggle its room on the line
-        toggle = imgui.calc_text_size("log y").x + imgui.get_frame_height() + style.item_inner_spacing.x
-        fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""),
-                    reserve=toggle + style.item_spacing.x)
+        style = imgui.get_style()  # the title cut to leave the toggles their room on the line
+        toggle = sum(imgui.calc_text_size(t).x + imgui.get_frame_height() + style.item_inner_spacing.x
+                     + style.item_spacing.x for t in ("log y", "table"))
+        fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""), reserve=toggle)
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
         if changed:
-            (self.log_y.add if log else self.log_y.discard)(index)
+            self.toggle_log(index, log)
+        imgui.same_line()
+        changed, table = imgui.checkbox(f"table##table{index}", index in self.tables)
+        if changed:
+            (self.tables.add if table else self.tables.discard)(index)
         self._definitions(panel)
         span = None
         if index not in self._limits:  # a new plot, or a new x axis: show every sample
@@ -47,7 +53,8 @@ class ScalarPanels:
         # the plot takes what the title, the definitions and the notes below it leave
         rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
-                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4)
+                     - imgui.get_text_line_height_with_spacing() * (len(notes) + rows) - 4
+                     - (self._table_height(panel) if index in self.tables else 0.0))
         self._items = {}
         self._tags: list[float] = []  # pixel columns of this plot's x-axis tags (never overlapped)
         if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
@@ -72,7 +79,9 @@ class ScalarPanels:
             elif robust is not None:  # outliers do not set the scale; they are marked at the edge
                 implot.setup_axis_limits(implot.ImAxis_.y1, *robust, imgui.Cond_.always)
             self._clip = robust if robust is not None and robust != self._flat(panel) else None
-            spes = {(r.meta or {}).get("steps_per_epoch") for r in self.runs}
+            # (a run whose epoch counts examples, train_size=, has no fixed steps per epoch)
+            spes = {None if (r.meta or {}).get("train_size") else (r.meta or {}).get("steps_per_epoch")
+                    for r in self.runs}
             # an upper epoch axis only when every run maps steps to epochs the same way; otherwise it
             # would mislabel some run (switch the x axis to "epoch" to compare by epoch)
             if self.axis == "step" and len(spes) == 1 and None not in spes:
@@ -99,13 +108,31 @@ class ScalarPanels:
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
+            self._run_marks()  # events and branch points (marks.py)
             self._cursor_line(index, deferred=True)
             self._end_plot()
             if linear:
                 implot.pop_style_var()
             self._legend_rows[index] = self._draw_legend()
-        for n in notes:
-            imgui.text_disabled(n)
+        for n in notes:  # each on one line, cut between tokens with "…", whole on hover
+            fitted_text(n, dim())
+        self._draw_cursor(index)
+        if index in self.tables:  # after the static part: it follows the cursor (table.py)
+            self._value_table(panel, index)
+
+    def _not_recorded_panel(self, panel: model.Panel, index: int) -> None:
+        """A panel none of the runs shown has a sample of (another run's metric, a run hidden):
+        its title and unit, and a line saying so, instead of empty axes."""
+        units = sorted({s.unit for run in self.all_runs for k in panel.keys
+                        if (s := run.metrics.get(k)) is not None and s.unit})
+        unit = f"  [{', '.join(units)}]" if units else ""
+        fitted_text(panel.title + unit)
+        having = [run.name for run in self.all_runs if any(len(run.metrics.get(k) or ()) for k in panel.keys)]
+        fitted_text(f"not recorded in the run{'s' if len(self.runs) > 1 else ''} shown: "
+                    f"{', '.join(panel.keys)}{unit}", dim())
+        if having:
+            fitted_text(f"recorded in: {', '.join(having)} (show it in the sidebar's run list)", dim())
+        self._inputs = None
         self._draw_cursor(index)
 
     def _item(self, label: str, rgb) -> str:
@@ -113,26 +140,45 @@ class ScalarPanels:
         self._items.setdefault(label, rgb)
         return label
 
-    def _draw_legend(self) -> int:
+    def _draw_legend(self, most: int = LEGEND_ROWS) -> int:
         """This panel's legend, under the plot: a swatch and a name per item, wrapped to the
-        panel's width. Returns the rows it took."""
+        panel's width, in at most ``most`` rows: the items that do not fit are folded into
+        "and N more", which lists them on hover. Returns the rows it took."""
         avail = imgui.get_content_region_avail().x
         x, rows = 0.0, 0
         gap = imgui.get_style().item_spacing.x
         if len(self.runs) > 1 and self._items:  # the run colours are keyed once, in the sidebar
             imgui.text_disabled("colour = run, shade = series:")
             x, rows = imgui.calc_text_size("colour = run, shade = series:").x, 1
-        for label, rgb in self._items.items():
-            w = imgui.calc_text_size("■ " + label).x
-            if x > 0 and x + gap + w <= avail:
+        items = list(self._items.items())
+        more_w = imgui.calc_text_size(f"and {len(items)} more").x
+        swatch = imgui.calc_text_size("■ ").x
+        for n, (label, rgb) in enumerate(items):
+            w = swatch + imgui.calc_text_size(label).x
+            tail = 0.0 if n == len(items) - 1 else gap + more_w  # room for "and N more" on the last row
+            if x > 0 and x + gap + w + (tail if rows == most else 0.0) <= avail:
                 imgui.same_line()
                 x += gap + w
-            else:
+            elif rows < most and (x == 0 or rows + 1 < most or min(w, avail) + tail <= avail):
                 rows += 1
+                if w > avail:  # one name wider than the panel: cut, whole on hover
+                    label, w = fit_text(label, avail - swatch), avail
                 x = w
+            else:
+                rest = [name for name, _ in items[n:]]
+                if x > 0 and x + gap + more_w <= avail:
+                    imgui.same_line()
+                else:
+                    rows += 1
+                imgui.text_disabled(f"and {len(rest)} more")
+                if imgui.is_item_hovered():
+                    imgui.set_tooltip("\n".join(rest))
+                break
             imgui.text_colored(_col(rgb), "■")
             imgui.same_line(0, 4)
             imgui.text(label)
+            if imgui.is_item_hovered() and label != items[n][0]:
+                imgui.set_tooltip(items[n][0])
         return rows
 
     def _definitions(self, panel: model.Panel) -> int:
@@ -188,7 +234,7 @@ class ScalarPanels:
 
     def _x_span(self, panel: model.Panel) -> tuple[float, float] | None:
         """The x range of every sample of a scalar panel's series, or None (no range to show)."""
-        ends = [t["ends"] for run in self.full_runs for k in panel.keys  # whole runs
+        ends = [t["ends"] for run in self.runs for k in panel.keys  # as drawn (reveal: as revealed)
                 if (s := run.metrics.get(k)) is not None and len((t := self._series(run, s))["x"])]
         if not ends:
             return None
@@ -220,8 +266,9 @@ class ScalarPanels:
             xkey = ("x", id(run), id(s.step), self.axis)
             x = self._cache.get(xkey)
             if x is None:
-                x = self._cache[xkey] = s.step if self.axis == "step" else \
-                    run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
+                # (a run started from another's state: its steps moved to the parent's step axis)
+                x = self._cache[xkey] = (s.step if not run.step_offset else s.step + run.step_offset) \
+                    if self.axis == "step" else run.coordinate(self.axis, s.step).astype(np.float64, copy=False)
             y, ph = s.value.astype(np.float64, copy=False), s.placeholder
             okkey = ("finite x", id(x))  # a shared step column is checked once, not per series
             ok = self._cache.get(okkey)
@@ -318,7 +365,7 @@ class ScalarPanels:
         if run.snapshots:
             sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
             green = (0.5, 0.9, 0.5)
-            implot.plot_inf_lines(self._item("saved snapshots", green), sx[np.isfinite(sx)],
+            implot.plot_inf_lines(self._item("saved snapshots (parameters only)", green), sx[np.isfinite(sx)],
                                   _spec(green, alpha=0.45))
         r = run.step_range
         if r:  # the run's last step on the x axis, unless another run's tag is already there

@@ -7,6 +7,7 @@ from imgui_bundle import imgui, implot
 PALETTE = [(0.35, 0.65, 1.0), (1.0, 0.55, 0.2), (0.45, 0.85, 0.4), (0.95, 0.35, 0.45), (0.75, 0.55, 1.0),
            (0.95, 0.85, 0.3), (0.4, 0.9, 0.9), (0.9, 0.6, 0.8)]
 PANEL_HEIGHT = 270
+LEGEND_ROWS = 3  # a legend longer than this folds its last series into "and N more" (all on hover)
 SIDEBAR = 330
 ARRAY_PX = 220
 TRACE_PX = 90  # the least height of a cell's trace beside an array panel's image
@@ -16,9 +17,15 @@ TRACE_W = 320  # its width
 NEUTRAL = (0.85, 0.85, 0.85)  # legend swatches of series drawn in every run's own colour
 
 
+SHADES = 4  # shades of a run's colour, cycled over a panel's series
+
+
 def _series_shade(rgb, j: int) -> tuple:
-    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j."""
-    return tuple(min(1.0, c * (1.0 - 0.18 * j) + 0.1 * j) for c in rgb)
+    """Series ``j`` of a panel shown for several runs: the run's colour, darker and greyer with j,
+    over four shades cycled (a panel of forty series kept the run's hue: the shade of series 20
+    went past black and turned a blue run red), each channel in [0, 1]."""
+    t = j % SHADES
+    return tuple(max(0.0, min(1.0, c * (1.0 - 0.18 * t) + 0.1 * t)) for c in rgb)
 
 
 def _col(rgb, a=1.0) -> imgui.ImVec4:
@@ -40,6 +47,11 @@ def _spec(rgb, alpha=1.0, weight=1.5, fill=None, marker=None):
     return s
 
 
+def dim() -> imgui.ImVec4:
+    """The colour of secondary text (ImGui's disabled text)."""
+    return imgui.get_style().color_(imgui.Col_.text_disabled)
+
+
 def _implot_color(col, auto) -> int:
     """ImPlot's colour ``col`` as an ImU32: its own, or the ImGui colour ``auto`` it follows."""
     v = implot.get_style().color_(col)
@@ -48,20 +60,37 @@ def _implot_color(col, auto) -> int:
 
 def fit_text(line: str, avail: float) -> str:
     """``line``, or its longest prefix that fits ``avail`` pixels with an ellipsis ("…") after it
-    (the caller shows the whole line on hover)."""
+    (the caller shows the whole line on hover). The cut falls between tokens (at a space, or
+    after a comma or semicolon) when any such prefix fits: "minimum 0.016…" would read as a
+    wrong number where "minimum…" reads as cut. A single token too long for the room is cut
+    inside it."""
     if imgui.calc_text_size(line).x <= avail:
         return line
-    lo, hi = 0, len(line)
-    while lo < hi:  # the longest prefix that fits with its ellipsis
+
+    def fits(n: int) -> bool:
+        return imgui.calc_text_size(line[:n].rstrip(" ,;:") + "…").x <= avail
+
+    cuts = [i for i in range(1, len(line)) if line[i] == " " and line[i - 1] != " "]
+    lo, hi = 0, len(cuts)
+    while lo < hi:  # the most tokens that fit with the ellipsis
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if imgui.calc_text_size(line[:mid] + "…").x <= avail else (lo, mid - 1)
+        lo, hi = (mid, hi) if fits(cuts[mid - 1]) else (lo, mid - 1)
+    if lo:
+        return line[:cuts[lo - 1]].rstrip(" ,;:") + "…"
+    lo, hi = 0, len(line)
+    while lo < hi:  # no whole token fits: the longest prefix of the first
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
     return line[:lo] + "…"
 
 
-def fitted_text(line: str, color: imgui.ImVec4 | None = None, reserve: float = 0.0) -> None:
+def fitted_text(line: str, color: imgui.ImVec4 | None = None, reserve: float = 0.0,
+                width: float | None = None) -> None:
     """One line of text that never runs past the panel: cut with "…" to the width left (less
-    ``reserve`` pixels for what follows it on the line), whole in a tooltip when cut."""
-    shown = fit_text(line, imgui.get_content_region_avail().x - reserve)
+    ``reserve`` pixels for what follows it on the line), or to ``width`` pixels (a column of a
+    panel), whole in a tooltip when cut."""
+    room = imgui.get_content_region_avail().x if width is None else width
+    shown = fit_text(line, room - reserve)
     if color is None:
         imgui.text(shown)
     else:

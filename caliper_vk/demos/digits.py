@@ -49,11 +49,18 @@ def separation(points: np.ndarray, labels: np.ndarray) -> float:
 def contact_sheet(snapshots, labels, path: Path) -> list[int]:
     """Six moments of training side by side in one canvas (fewer when fewer were drawn: no moment
     twice); returns their steps."""
+    from ..chrome import FOREGROUND, LABEL_BACKGROUND, TextStrip, line_height
+    from ..engine.canvas import Rect
+
     picks = [snapshots[i] for i in sorted({round(i * (len(snapshots) - 1) / 5) for i in range(6)})]
     with Canvas(1200, 800, rows=2, cols=3, gap=4) as grid:
         for k, (step, emb) in enumerate(picks):
-            grid.add(PointCloud(emb, labels=labels, point_size_px=3, pitch_deg=18.0,
-                                yaw_deg=35.0 + 0.5 * step), row=k // 3, col=k % 3)
+            cell = grid.cell(k // 3, k % 3)
+            bar = line_height()  # each tile states its step in a bar above its points
+            grid.place(TextStrip([(f"step {step}", FOREGROUND)], background=LABEL_BACKGROUND),
+                       Rect(cell.x, cell.y, cell.width, bar), k // 3, k % 3)
+            cloud = PointCloud(emb, labels=labels, point_size_px=3, pitch_deg=18.0, yaw_deg=35.0 + 0.5 * step)
+            grid.place(cloud, Rect(cell.x, cell.y + bar, cell.width, cell.height - bar), k // 3, k % 3)
         grid.save_png(path)
     return [s for s, _ in picks]
 

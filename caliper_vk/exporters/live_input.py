@@ -22,6 +22,8 @@ Torch → numpy happens in one place (:func:`caliper_vk._arrays.host_array`).
 
 from __future__ import annotations
 
+import weakref
+
 from .._arrays import host_array
 from ..engine.external import ExternalMemoryError, HostImportError, import_host_pointer
 from ..engine.sync import TimelineSemaphore
@@ -42,7 +44,12 @@ class LiveInput:
     Attributes
     ----------
     tensor
-        The attached tensor (held, with its storage, while the input lives).
+        An alias of the attached tensor (``tensor.detach()``: its storage, shape and dtype), held
+        with the storage while the input lives; everything the renderer keeps holds this alias.
+    ref : weakref.ref
+        The tensor the user attached, held weakly: when nothing but Caliper could reach it any
+        more (``optimizer.zero_grad()`` set the ``.grad`` it was to None; a module assigned a new
+        tensor to the attribute), ``ref()`` is None and the panel says it is no longer updated.
     record : ExternalBuffer
         Its contract record.
     array, dtype
@@ -56,8 +63,10 @@ class LiveInput:
         The producer-side sync and its ``timeline`` (None when opened with ``sync=False``).
     """
 
-    def __init__(self, tensor, record, array, dtype: str, imported, path: str, reason: str, sync):
+    def __init__(self, tensor, record, array, dtype: str, imported, path: str, reason: str, sync,
+                 original=None):
         self.tensor, self.record = tensor, record
+        self.ref = _weak(tensor if original is None else original)
         self.array, self.dtype, self.imported = array, dtype, imported
         self.path, self.reason, self.sync = path, reason, sync
         self.fingerprint = storage_fingerprint(tensor)
@@ -66,13 +75,16 @@ class LiveInput:
 
     def replaced(self) -> bool:
         """True when the tensor's storage was resized, swapped (``set_()``) or reshaped."""
-        return storage_fingerprint(self.tensor) != self.fingerprint
+        t = self.ref()
+        return t is not None and storage_fingerprint(t) != self.fingerprint
 
     def refresh(self, name: str = "tensor") -> bool:
         """Per frame, before the read: raise ``LifetimeError`` if the storage was replaced
         (the import would read the old one); copy a staged GPU tensor to the host.
         Returns True when :attr:`array` is a new array."""
-        check_unchanged(self.tensor, self.fingerprint, name)
+        t = self.ref()
+        if t is not None:
+            check_unchanged(t, self.fingerprint, name)
         if not self.copies:
             return False
         self.array, _ = host_array(self.tensor)
@@ -85,6 +97,15 @@ class LiveInput:
             sync, self.sync = self.sync, None
             sync.close()
         self.tensor = None
+
+
+def _weak(tensor):
+    """A weak reference to ``tensor``, or a strong one (a callable returning it) for an object
+    that takes no weak references."""
+    try:
+        return weakref.ref(tensor)
+    except TypeError:
+        return lambda: tensor
 
 
 def _import(device, record, zero_copy: bool, host_reason: str | None):
@@ -130,6 +151,9 @@ def open_input(tensor, device, name: str = "tensor", *, zero_copy: bool = True,
     """
     from . import export, release
 
+    # Caliper holds an alias (same storage, its own tensor object) and the user's tensor only
+    # weakly, so a tensor nobody else can reach any more is seen as such (LiveInput.ref)
+    original, tensor = tensor, tensor.detach() if hasattr(tensor, "detach") else tensor
     record = export(tensor, device.info, name, device=device if gpu else None)
     try:
         array, dtype = host_array(tensor)
@@ -148,4 +172,4 @@ def open_input(tensor, device, name: str = "tensor", *, zero_copy: bool = True,
             producer = None
     if producer is None and sync:
         producer = cpu.HostSync(TimelineSemaphore(device))
-    return LiveInput(tensor, record, array, dtype, imported, path, reason, producer)
+    return LiveInput(tensor, record, array, dtype, imported, path, reason, producer, original=original)

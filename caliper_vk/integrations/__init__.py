@@ -8,3 +8,7 @@ trainer logs. The shared machinery is in :mod:`._probes`; nothing in the rest
 of Caliper imports this package, and each module imports its framework lazily
 enough that ``import caliper_vk`` never needs one.
 """
+
+from ._bounds import Limits
+
+__all__ = ["Limits"]

@@ -18,8 +18,8 @@ metric the ``Trainer`` logs: ``loss`` → ``train/loss``, ``eval_loss`` →
 from __future__ import annotations
 
 from ..live.budget import DEFAULT_BUDGET
+from . import _bounds as bounds
 from ._probes import Probes
-from .._log import logger
 
 try:
     from transformers import TrainerCallback
@@ -33,7 +33,6 @@ SKIPPED_LOGS = ("epoch", "total_flos", "train_loss", "train_runtime", "train_sam
 class _HFProbes(Probes):
     def __init__(self, attention=True, **options):
         self.want_attention = bool(attention)
-        self.attention_note = None  # why no attention is drawn, once known
         super().__init__(**options)
 
     def forward(self, model, example):
@@ -51,15 +50,17 @@ class _HFProbes(Probes):
                 model.set_attn_implementation(impl)
 
     def attention_maps(self, out) -> dict:
+        """At most ``limits.layers`` layers (evenly spaced) of the ``attentions`` the model returned."""
         if not self.want_attention:
             return {}
         maps = getattr(out, "attentions", None)
         if not maps:
-            if self.attention_note is None:
-                self.attention_note = "the model returned no attentions with output_attentions=True"
-                logger.warning(f"CaliperCallback: {self.attention_note}; drawing the other probes")
-            return {}
-        return {f"attention/layer{i}": a for i, a in enumerate(maps) if a is not None}
+            return {"attention": (None, "", "the model returned no attentions with output_attentions=True")}
+        count = len(maps)
+        picked = bounds.layers(count, self.limits)
+        return {f"attention/layer{i}": (maps[i], f"layer {i} of {count}" if len(picked) < count else "",
+                                        f"layer {i} returned no attention map")
+                for i in picked}
 
 
 class CaliperCallback(TrainerCallback):
@@ -83,12 +84,12 @@ class CaliperCallback(TrainerCallback):
 
     def __init__(self, attention=True, outputs=(), embeddings=None, run_dir=None, session=None,
                  budget=DEFAULT_BUDGET, window=None, size=(1280, 800), frames_every=0, record_every=50,
-                 example=None, watch_options=None, config=None, overwrite=False):
+                 example=None, watch_options=None, config=None, overwrite=False, limits=None):
         self.probes = _HFProbes(
             attention=attention, outputs=outputs, embeddings=embeddings, run_dir=run_dir, session=session,
             budget=budget, window=window, size=size, frames_every=frames_every, record_every=record_every,
             watch_options=watch_options, config=config, overwrite=overwrite, example=example,
-            name="CaliperCallback")
+            name="CaliperCallback", limits=limits)
         self._example_hook = None
 
     @property

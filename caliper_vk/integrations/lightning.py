@@ -54,17 +54,44 @@ class _LightningProbes(Probes):
             return self._forward(model, example)
         return super().forward(model, example)
 
+    def install_hooks(self, modules: dict) -> list:
+        """Besides the output hooks: each named ``nn.MultiheadAttention`` is asked for its weights in
+        the probe forward (``need_weights=True``, per head), whatever the model's own call asks
+        (``need_weights=False`` is its fast path); the training forward is never touched."""
+        import torch
+
+        hooks = super().install_hooks(modules)
+        for name in self._attention:
+            if isinstance(modules[name], torch.nn.MultiheadAttention):
+                hooks.append(modules[name].register_forward_pre_hook(_ask_for_weights, with_kwargs=True))
+        return hooks
+
     def attention_maps(self, out) -> dict:
         # nn.MultiheadAttention returns (output, weights): the weights are the map
         maps = {}
         for name in self._attention:
             got = self._captured.get(name)
             w = got[1] if isinstance(got, (list, tuple)) and len(got) > 1 else first_tensor(got)
-            if w is None:
-                raise ValueError(f"attention module {name!r} returned no weights in the probe forward "
-                                 "(nn.MultiheadAttention needs need_weights=True)")
-            maps[name] = w
+            maps[name] = (w, "", f"attention module {name!r} returned no weights in the probe forward "
+                                 "(a module returning (output, weights) is needed)")
         return maps
+
+
+def _ask_for_weights(module, args, kwargs):
+    """``nn.MultiheadAttention.forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+    average_attn_weights, is_causal)``: weights on, per head unless the caller asked for them."""
+    args, kwargs = list(args), dict(kwargs)
+    asked = args[4] if len(args) > 4 else kwargs.get("need_weights", True)
+    if len(args) > 4:
+        args[4] = True
+    else:
+        kwargs["need_weights"] = True
+    if not asked:
+        if len(args) > 6:
+            args[6] = False
+        else:
+            kwargs["average_attn_weights"] = False
+    return tuple(args), kwargs
 
 
 class CaliperCallback(Callback):
@@ -100,13 +127,13 @@ class CaliperCallback(Callback):
 
     def __init__(self, outputs=(), attention=(), embeddings=None, run_dir=None, session=None,
                  budget=DEFAULT_BUDGET, window=None, size=(1280, 800), frames_every=0, record_every=50,
-                 forward=None, example=None, watch_options=None, config=None, overwrite=False):
+                 forward=None, example=None, watch_options=None, config=None, overwrite=False, limits=None):
         super().__init__()
         self.probes = _LightningProbes(
             attention=attention, forward=forward, outputs=outputs, embeddings=embeddings, run_dir=run_dir,
             session=session, budget=budget, window=window, size=size, frames_every=frames_every,
             record_every=record_every, watch_options=watch_options, config=config, overwrite=overwrite,
-            example=example, name="CaliperCallback")
+            example=example, name="CaliperCallback", limits=limits)
         self._last_step = None
 
     @property

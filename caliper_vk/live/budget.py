@@ -50,6 +50,7 @@ import math
 import os
 import threading
 import time
+import warnings
 
 # On a CPU Vulkan device (lavapipe) a live session's frames rasterise on one thread (unless
 # LP_NUM_THREADS says otherwise): with one per core a frame took every core from training for its
@@ -69,30 +70,53 @@ OUTLIER_STEPS = 5.0
 OUTLIER_S = 0.25
 
 
+def parse_share(value):
+    """A budget as a share: a number in (0, 1], or a string such as ``"0.05"`` or ``"5%"``; ``"off"``
+    / ``"none"`` / ``0`` and None mean no budget. Raises ValueError naming the accepted forms."""
+    if value is None or isinstance(value, bool):
+        return value if value is None else _bad_share(value)
+    if isinstance(value, str):
+        raw = value.strip().lower()
+        if raw in ("off", "none", "0", "0%"):
+            return None
+        try:
+            share = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        except ValueError:
+            return _bad_share(value)
+    elif isinstance(value, (int, float)):
+        share = float(value)
+    else:
+        return _bad_share(value)
+    return share if 0 < share <= 1 else _bad_share(value)
+
+
+def _bad_share(value):
+    raise ValueError(f"a budget is a share of the loop's time in (0, 1] (0.05, or '5%'), or 'off'/None for "
+                     f"no budget; got {value!r}")
+
+
 def default_share() -> float | None:
     """The budget of a session that names none: ``CALIPER_VK_BUDGET`` when set (a share such as
-    ``0.1``, or ``off``), else 5%. The test suite turns it off, so that tests of drawing are not
-    held by how fast the machine running them is; the budget's own tests name theirs."""
-    raw = os.environ.get("CALIPER_VK_BUDGET", "").strip().lower()
+    ``0.1`` or ``10%``, or ``off``), else 5%. A value that is none of these is reported once (a
+    warning) and the default is used: a typo in the environment never stops a training run. The
+    test suite turns the budget off, so that tests of drawing are not held by how fast the machine
+    running them is; the budget's own tests name theirs."""
+    raw = os.environ.get("CALIPER_VK_BUDGET", "").strip()
     if not raw:
         return AUTO_SHARE
-    if raw in ("off", "none", "0"):
-        return None
     try:
-        share = float(raw)
+        return parse_share(raw)
     except ValueError:
-        share = -1.0
-    if not 0 < share <= 1:
-        raise ValueError(f"CALIPER_VK_BUDGET must be a share of the loop's time in (0, 1] (0.05 is 5%) or "
-                         f"'off'; got {raw!r}")
-    return share
+        warnings.warn(f"CALIPER_VK_BUDGET={raw!r} is not a share of the loop's time (0.05, '5%') or 'off'; "
+                      f"using the default budget of {AUTO_SHARE:.0%}", stacklevel=3)
+        return AUTO_SHARE
 
 
 def check_budget(budget, min_fps) -> None:
     if budget is not None and not (isinstance(budget, (int, float)) and not isinstance(budget, bool)
                                    and 0 < budget <= 1):
-        raise ValueError(f"budget must be a share of the loop's time in (0, 1] (0.05 is 5%), or None for "
-                         f"no budget; got {budget!r}")
+        raise ValueError(f"budget must be a share of the loop's time in (0, 1] (0.05, or '5%'), or None "
+                         f"for no budget; got {budget!r}")
     if not (isinstance(min_fps, (int, float)) and not isinstance(min_fps, bool) and min_fps > 0):
         raise ValueError(f"min_fps must be a positive number of frames a second, got {min_fps!r}")
 
@@ -102,8 +126,8 @@ class Budget:
 
     Parameters
     ----------
-    share : float, None or "auto"
-        The budget, as a share of the loop's wall time (0.05: 5%); None draws every frame
+    share : float, str, None or "auto"
+        The budget, as a share of the loop's wall time (0.05 or ``"5%"``); None draws every frame
         the session can (the frame-rate cap and in-flight frames still apply); ``"auto"``:
         :func:`default_share`.
     min_fps : float
@@ -118,8 +142,8 @@ class Budget:
     """
 
     def __init__(self, share=DEFAULT_BUDGET, min_fps: float = DEFAULT_MIN_FPS, clock=time.perf_counter):
-        if isinstance(share, str) and share == "auto":
-            share = default_share()
+        if isinstance(share, str):
+            share = default_share() if share == "auto" else parse_share(share)
         check_budget(share, min_fps)
         self.share = None if share is None else float(share)
         self.min_fps = float(min_fps)
@@ -275,6 +299,9 @@ class Budget:
         if self.share is None:
             return None
         got = self.measured
+        # a share of the loop's time is at most all of it: the measure's windows can overlap a frame
+        # executed across several steps, so it is capped where it would read as a fault
+        got = None if got is None else min(got, 1.0)
         text = f"≤{100 * self.share:g}% of training: " + ("…" if got is None else f"{100 * got:.1f}%")
         if save_every and got is not None and got > self.share:
             text += f" (saving every {save_every} step{'s' * (save_every != 1)})"

@@ -48,6 +48,8 @@ class Panel:
         self.protocol = WriteRead(live.sync.timeline, live.sync, ordered=ordered, mirrored=live.record.mirrored)
         self.error: str | None = None
         self.note = ""  # a line for the title bar (a distributed job: which rank stopped)
+        # the step since which nothing but this panel can reach its tensor (None: still reachable)
+        self.stale_since: int | None = None
         self.closed = False
         self.label, self.notice = chrome_for(self)
         self.title_warnings = (0, 0)
@@ -91,15 +93,37 @@ class Panel:
     def _refresh(self) -> None:
         """Per-frame host work: storage checks, and the copy for staged GPU tensors."""
         for live, source in self.inputs:
-            t = live.tensor
+            t = live.ref()
+            if t is None:  # nobody but this panel holds the tensor: nothing can write it any more
+                if self.stale_since is None:
+                    self._went_stale()
+                continue
             # the input's own check, inline while it passes (a call per panel and frame saved);
             # refresh() raises naming the fix when the storage moved
             if (live.copies or (t.data_ptr(), t.shape) != live.fingerprint) and live.refresh(self.name):
                 source.array = live.array.reshape(source.array.shape)  # a new host copy, the same shape
 
+    def _went_stale(self) -> None:
+        """The tensor can no longer be reached from anywhere but this panel (``.grad`` set to None by
+        ``zero_grad()``, a module attribute given a new tensor): its last values stay on screen,
+        and the title and the status line say since when instead of claiming a live path."""
+        session = self.session
+        drawn = session.drawn_step
+        self.stale_since = drawn if drawn is not None else session.step_count
+        self.note = f"not updated since step {self.stale_since}"
+        self.title_stats = ("stale",)  # the title is remade, with the note, at the next refresh
+
+    @property
+    def shown_path(self) -> tuple[str, str]:
+        """(path, reason) as the status line shows them: a stale panel claims no live path."""
+        if self.stale_since is not None:
+            return (f"not updated since step {self.stale_since}",
+                    "nothing but this panel holds the tensor any more: attach the new one")
+        return self.path, self.reason
+
     @property
     def status(self) -> str:
-        return panel_status(self.name, self.path, self.reason, self.error)
+        return panel_status(self.name, *self.shown_path, self.error)
 
     def _release(self) -> None:
         """What detaching frees (the session calls it once no frame reads the panel)."""
@@ -142,8 +166,16 @@ class HostPanel:
         pass
 
     @property
+    def shown_path(self) -> tuple[str, str]:
+        """(path, reason) as the status line shows them: a stale panel claims no live path."""
+        if self.stale_since is not None:
+            return (f"not updated since step {self.stale_since}",
+                    "nothing but this panel holds the tensor any more: attach the new one")
+        return self.path, self.reason
+
+    @property
     def status(self) -> str:
-        return panel_status(self.name, self.path, self.reason, self.error)
+        return panel_status(self.name, *self.shown_path, self.error)
 
     def _release(self) -> None:
         self.closed = True

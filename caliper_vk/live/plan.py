@@ -92,7 +92,9 @@ class FramePlan:
         self.panels = list(session.panels)
         live = [p for p in self.panels if not p.error]
         self.reading = [p for p in live if p.protocol is not None]
-        self.tensors = [(inp.tensor, inp.fingerprint) for p in live for inp, _ in getattr(p, "inputs", ())]
+        # the user's tensors, held weakly: one no longer reachable (a panel gone stale) is left out
+        self.tensors = [(inp.ref, inp.fingerprint) for p in live for inp, _ in getattr(p, "inputs", ())
+                        if inp.ref() is not None]
         drawables = [p.drawable for p in canvas.panels]
         self.strips = [d for d in drawables if isinstance(d, TextStrip)]
         self.views = [d for d in drawables if not isinstance(d, TextStrip)]
@@ -115,9 +117,10 @@ class FramePlan:
         for protocol in protocols:
             if protocol.depth:
                 return None  # a producer is mid-write: the general path skips and asks for a gap
-        for tensor, fingerprint in self.tensors:
-            if (tensor.data_ptr(), tensor.shape) != fingerprint:
-                return None  # the storage moved: the general path stops the panel
+        for ref, fingerprint in self.tensors:
+            tensor = ref()
+            if tensor is None or (tensor.data_ptr(), tensor.shape) != fingerprint:
+                return None  # unreachable, or the storage moved: the general path says so
         inflight = session._inflight
         if inflight and not self.device.is_done(canvas._serial):
             return None  # the general path counts the skip

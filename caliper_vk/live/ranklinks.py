@@ -158,3 +158,5 @@ class Receiver(threading.Thread):
                 s.step, s.steps_per_s, s.rss_bytes, s.device_bytes = int(h[1]), h[4], h[5], h[6]
                 s.seen, s.finished = time.monotonic(), h[7] == 1.0
                 self.cond.notify_all()
+            if s.finished:
+                return  # its last message: nothing follows, and a thread left in recv() aborts the exit

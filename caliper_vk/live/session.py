@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -43,9 +44,22 @@ from .pacing import Pacing, check_max_fps
 from .panels import HostPanel, Panel
 from .plan import acquire_image, make_plan
 from .protocol import book_reads
-from .sinks import LIVE_FPS, open_sinks
+from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
 from .._log import logger
+
+
+# Sessions open in this process, oldest first: the module-level API (``caliper_vk.attach``, ``step``,
+# ``due``, ``session``) acts on the innermost one (:func:`innermost`). A session joins when it is made
+# and leaves when it is closed.
+_open: list[Session] = []
+_open_lock = threading.Lock()
+
+
+def innermost() -> Session | None:
+    """The most recently opened session that is still open, or None."""
+    with _open_lock:
+        return _open[-1] if _open else None
 
 
 class Session(Rewind):
@@ -75,7 +89,7 @@ class Session(Rewind):
         Draw at most this many frames a second: a step() sooner than that after
         the last frame draws nothing (counted as ``held``) and costs the training
         loop next to nothing. ``"auto"``: 60 with a window (a display shows no
-        more), 30 in a browser or a notebook, no limit offscreen. Frames due to be
+        more), 30 in a browser, 15 in a notebook, no limit offscreen. Frames due to be
         saved are never held. A browser session with no tab connected draws nothing.
     budget : float or None
         The share of the training loop's wall time Caliper may take (0.05: 5%), kept by
@@ -105,7 +119,7 @@ class Session(Rewind):
         # frame sinks (a browser, a notebook widget, a video): see .sinks
         self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
                                         fps=fps, host=host, port=port)
-        max_fps = LIVE_FPS if max_fps == "auto" and self.sinks.live else max_fps
+        max_fps = self.sinks.live_fps if max_fps == "auto" and self.sinks.live else max_fps
         self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
         self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
@@ -149,6 +163,8 @@ class Session(Rewind):
         self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
         self._layout()
+        with _open_lock:
+            _open.append(self)
 
     # pacing, as attributes people read
     max_fps = property(lambda self: self.pacing.max_fps)
@@ -246,6 +262,8 @@ class Session(Rewind):
         window is gone, or drawing stopped after a renderer error (:attr:`failed`; training
         is never interrupted).
         """
+        if self.canvas is None:
+            return self._closed_step()
         entered = self.budget.enter()
         drew = False
         try:
@@ -256,6 +274,14 @@ class Session(Rewind):
         finally:
             self.budget.leave(entered, drew, self._inflight)
         return drew
+
+    def _closed_step(self) -> bool:
+        """``step()`` on a closed session: draws nothing, says so once, and never fails the loop."""
+        if not getattr(self, "_said_closed", False):
+            self._said_closed = True
+            warnings.warn("this caliper session is closed: step() draws nothing (open a new Session, or "
+                          "stop calling step() after close())", stacklevel=3)
+        return False
 
     def _step(self, step: int | None) -> bool:
         self.step_count = self.step_count + 1 if step is None else int(step)
@@ -333,14 +359,15 @@ class Session(Rewind):
             waits.append(wait)
             signals.append(signal)
         now = time.perf_counter()
-        refresh_chrome(self, now)  # the status line and titles, a few times a second
+        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
+        # the status line and titles: a few times a second, and for every frame that leaves the process
+        refresh_chrome(self, now, force=save or to_sinks or self._read_back_next)
         extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
             acquired, done = self.window.frame_semaphores
             binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
         self.pacing.submitted(now)
-        to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         try:
             kept = ()
             if self.history:
@@ -475,6 +502,9 @@ class Session(Rewind):
         return web.url if web is not None else None
 
     def close(self) -> None:
+        with _open_lock:
+            if self in _open:
+                _open.remove(self)
         if self.canvas is None:
             return
         self._wait_idle()

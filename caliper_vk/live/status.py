@@ -45,36 +45,61 @@ class Status:
     device_memory_cap: int | None = None  # Session(device_memory=)
     gpu: bool = False
 
-    def line(self) -> str:
-        parts = [self.device]
+    def parts(self) -> list[tuple[str, str]]:
+        """The line's items, most important first: ``(text, short text)`` (the short form is what a
+        narrow line shows; ``""``: leave the item out there)."""
+        parts = []
         plain = [p for p in self.panels if p[1] == PATH_ZERO_COPY]
         if len(self.panels) > 3 and plain:
-            parts.append(f"{len(plain)} panels: zero-copy")
+            parts.append((f"{len(plain)} panels: zero-copy",) * 2)
         else:
             plain = []
         for name, path, reason in self.panels:
             if (name, path, reason) not in plain:
                 quiet = path == PATH_HOST or (path == PATH_ZERO_COPY and "host sync" not in reason)
-                parts.append(f"{name}: {path}" + ("" if quiet else f" ({reason})"))
-        if self.budget:
-            parts.append(self.budget)  # before the counters: a narrow window cuts the line's end
-        parts.append(f"frame <={self.frame_ms:.1f} ms")
-        if self.producer_wait_ms >= 0.05:
-            parts.append(f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)")
-        parts.append(f"step {self.step}")
-        parts.append(f"skipped {self.skipped}")
-        if self.max_fps:
-            parts.append(f"≤{self.max_fps:g} fps")
-        if self.history:
-            parts.append(self.history)
-        if self.gpu and self.device_memory:
-            parts.append(f"holds {megabytes(self.device_memory)} of device memory"
-                         + (f" (cap {megabytes(self.device_memory_cap)})" if self.device_memory_cap else ""))
+                parts.append((f"{name}: {path}" + ("" if quiet else f" ({reason})"), f"{name}: {path}"))
+        parts.append((f"step {self.step}",) * 2)
         if self.paused:
-            parts.append("PAUSED (space)")
+            parts.append(("PAUSED (space)",) * 2)
         if self.message:
-            parts.append(self.message)
-        return " · ".join(parts)
+            parts.append((self.message, self.message))
+        if self.budget:
+            parts.append((self.budget, self.budget))
+        parts.append((f"frame <={self.frame_ms:.1f} ms", ""))
+        if self.producer_wait_ms >= 0.05:
+            parts.append((f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)", ""))
+        parts.append((f"skipped {self.skipped}", ""))
+        if self.max_fps:
+            parts.append((f"≤{self.max_fps:g} fps", ""))
+        if self.history:
+            parts.append((self.history, ""))
+        if self.gpu and self.device_memory:
+            cap = f" (cap {megabytes(self.device_memory_cap)})" if self.device_memory_cap else ""
+            parts.append((f"holds {megabytes(self.device_memory)} of device memory{cap}", ""))
+        # caliper_vk.status() and caliper doctor always name the device; a narrow line keeps only a
+        # problem with it (an NVIDIA GPU without its Vulkan driver, in brackets)
+        parts.append((self.device, self.device if "[" in self.device else ""))
+        return parts
+
+    def line(self, columns: int | None = None) -> str:
+        """The status line; with ``columns``, fitted to that many characters without cutting an item:
+        the least important items are shortened, then left out (an ``…`` says so), so the panels'
+        paths and the step always show."""
+        parts = self.parts()
+        full = " · ".join(text for text, _ in parts)
+        if columns is None or len(full) <= columns:
+            return full
+        kept = [text for text, _ in parts]
+        for k in range(len(parts) - 1, -1, -1):  # shorten, least important first
+            kept[k] = parts[k][1]
+            line = " · ".join(t for t in kept if t)
+            if len(line) <= columns:
+                return line
+        kept = [t for t in kept if t]
+        while len(kept) > 1 and len(" · ".join(kept)) + len(" · …") > columns:
+            kept.pop()  # then leave out, least important first
+        line = " · ".join(kept) + " · …"
+        return line if len(line) <= columns else line[:max(0, columns - 1)] + "…"
 
     def __str__(self) -> str:
         return self.line()
@@ -88,7 +113,7 @@ def session_status(session) -> Status:
     gap = cpu_fallback_note(info)  # an NVIDIA GPU without its Vulkan driver: say why, and the fix
     return Status(
         device=f"{info.name} ({info.kind})" + (f" [{gap}]" if gap else ""),
-        panels=[(p.name, p.path if not p.error else "stopped", p.error or p.reason) for p in panels],
+        panels=[(p.name, "stopped", p.error) if p.error else (p.name, *_shown(p)) for p in panels],
         frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
         step=session.step_count, frame_ms=session.pacing.frame_ms,
         window=("window" if window and window.alive else
@@ -101,6 +126,11 @@ def session_status(session) -> Status:
         budget=session.budget.label(session.pacing.save_every if session.pacing.saving else 0),
         device_memory=session.device.memory_stats["allocated_bytes"], device_memory_cap=session.device_memory,
         gpu=session.device.info.kind != "cpu")
+
+
+def _shown(panel) -> tuple[str, str]:
+    shown = getattr(panel, "shown_path", None)  # a host panel has only its path
+    return shown if shown is not None else (panel.path, panel.reason)
 
 
 def panel_status(name: str, path: str, reason: str, error: str | None) -> str:
@@ -161,12 +191,15 @@ def update_titles(panels, periodic: bool) -> None:
             panel.label.set_items(*title_items(panel))
 
 
-def refresh_chrome(session, now: float) -> None:
+def refresh_chrome(session, now: float, force: bool = False) -> None:
     """The status line and the title bars before a frame is drawn (``now``: ``perf_counter()``).
     Text is drawn on the host: the status line a few times a second or when the message changed;
-    a title at the same time, or at once when its panel's warning counts changed."""
-    periodic = now - session._status_time > 0.25 or session.message != session._status_message
+    a title at the same time, or at once when its panel's warning counts changed. ``force``: this
+    frame leaves the process (a PNG, a video, a page, ``render()``): its chrome is made for it, so
+    it states its own step, history and budget."""
+    periodic = force or now - session._status_time > 0.25 or session.message != session._status_message
     if periodic:
-        session.status_bar.set_text(session.status().line(), warn=bool(session.message))
+        bar = session.status_bar
+        bar.set_text(session.status().line(bar.columns), warn=bool(session.message))
         session._status_time, session._status_message = now, session.message
     update_titles(session.panels, periodic)

@@ -147,6 +147,9 @@ class _Builder:
     def _snapshot(self, rec, where):
         self.run.snapshots.append((_step(rec.get("step"), where), _text(rec.get("key"), f"{where}.key", False)))
 
+    def _event(self, rec, where):
+        self.run.events.append((_step(rec.get("step"), where), _text(rec.get("text"), f"{where}.text", False)))
+
     def _epoch(self, rec, where):
         self.run.epochs.append({"index": _count(rec.get("index"), f"{where}.index"),
                                 "step": _step(rec.get("step"), where),
@@ -180,6 +183,7 @@ class _Builder:
         for frames in (*run.histograms.values(), *run.arrays.values(), *run.confusions.values()):
             frames.sort(key=lambda f: f.step)
         run.snapshots.sort()
+        run.events.sort(key=lambda e: e[0])
         epochs = [self.progress[s][0] for s in steps]
         run.progress_epoch = (np.array([np.nan if e is None else e for e in epochs], dtype=np.float64)
                               if any(e is not None for e in epochs) else None)
@@ -196,7 +200,8 @@ def run_from_log(path) -> Run:
     b = _Builder(name)
     b.run.source = path
     b.run.config = h.get("config") if isinstance(h.get("config"), dict) else {}
-    b.run.meta = {k: h[k] for k in ("started", "steps_per_epoch", "best", "host") if k in h}
+    b.run.meta = {k: h[k] for k in ("started", "steps_per_epoch", "best", "host", "parent", "train_size")
+                  if k in h}
     b.run.problems.extend(contents.problems)
     for rec in contents.records:
         b.add(rec, f"{path.name} line {rec.pop('_line')}")

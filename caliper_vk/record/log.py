@@ -230,6 +230,9 @@ def read_log(path, max_bytes: int = 8 << 30) -> LogContents:
             record["_line"] = number_
             records.append(record)
     if header is None:
+        if problems:
+            raise RunFileError(f"{path}: not a Caliper run log: none of its lines is a valid record "
+                               f"({problems[0]}{'; ...' if len(problems) > 1 else ''})")
         raise RunFileError(f"{path}: empty log (no header record)")
     ended = bool(records) and records[-1].get("t") == "end"
     return LogContents(header, records, problems, ended)

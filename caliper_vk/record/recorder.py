@@ -52,6 +52,25 @@ def _numpy(a) -> np.ndarray:
     return to_host(a, "value") if hasattr(a, "detach") else np.asarray(a)
 
 
+def _lineage(run_dir: Path, parent, parent_step) -> dict | None:
+    """The header's ``parent`` record: the parent run's directory, relative to this run's when it
+    can be (runs copied together keep their link), and the parent's step this run starts from."""
+    if parent is None:
+        if parent_step is not None:
+            raise ValueError("parent_step= needs parent= (the run directory whose state this run starts from)")
+        return None
+    if parent_step is None or isinstance(parent_step, bool) or int(parent_step) != parent_step \
+            or parent_step < 0:
+        raise ValueError(f"parent= needs parent_step=, the parent's step (a non-negative integer) whose "
+                         f"state this run starts from; got {parent_step!r}")
+    where = Path(parent)
+    try:
+        link = os.path.relpath(where.resolve(), run_dir.resolve())
+    except ValueError:  # another drive (Windows): the absolute path
+        link = str(where.resolve())
+    return {"run": Path(link).as_posix(), "name": where.resolve().name, "step": int(parent_step)}
+
+
 def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
     """Counts of ``values`` in ``bins`` equal bins over ``[lo, hi]`` and the counts left out.
 
@@ -96,13 +115,20 @@ class Recorder:
     overwritten unless ``overwrite=True``. The header records the machine
     (hostname, platform, Python, the command line, the process id) so a run
     can be traced; ``host_info=False`` keeps only the platform and Python
-    version, for runs that will be shared.
+    version, for runs that will be shared. ``parent=RUN_DIR, parent_step=STEP``
+    records that this run starts from the state of that run at its step
+    ``STEP`` (a fine-tune from a checkpoint): ``load_run(d).parent`` reads it and
+    the dashboard draws this run on the parent's step axis from there.
+    ``train_size=N`` (the training set's size) makes the epoch the examples consumed / N
+    when the steps say how many they took (``advance(examples=)``; ``watch`` does).
     """
 
     def __init__(self, path, name: str | None = None, config: dict | None = None,
                  steps_per_epoch: float | None = None, best: str = "val/loss", best_goal: str = "min",
-                 overwrite: bool = False, host_info: bool = True):
+                 overwrite: bool = False, host_info: bool = True, parent=None, parent_step: int | None = None,
+                 train_size: int | None = None):
         self.dir = Path(path)
+        lineage = _lineage(self.dir, parent, parent_step)
         self.dir.mkdir(parents=True, exist_ok=True)
         log_path = self.dir / LOG_NAME
         if log_path.exists():
@@ -118,7 +144,9 @@ class Recorder:
         self.best_metric, self.best_goal = best, best_goal
         self._t0 = time.time()
         self._step = 0
-        self._epoch: float | None = 0.0 if steps_per_epoch else None
+        self.train_size = int(train_size) if train_size else None
+        self._consumed = 0  # training examples consumed, when told (advance(examples=))
+        self._epoch: float | None = 0.0 if steps_per_epoch or self.train_size else None
         self._epoch_losses: list[float] = []
         self._epoch_index = 0
         self._best: float | None = None
@@ -133,6 +161,8 @@ class Recorder:
             "host": {"platform": platform.platform(), "python": sys.version.split()[0],
                      **({"hostname": socket.gethostname(), "argv": sys.argv[:20], "pid": os.getpid()}
                         if host_info else {})},
+            **({"parent": lineage} if lineage else {}),
+            **({"train_size": self.train_size} if self.train_size else {}),
         })
 
     # -- progress ---------------------------------------------------------------
@@ -149,10 +179,17 @@ class Recorder:
     def log_path(self) -> Path:
         return self._log.path
 
-    def advance(self, steps: int = 1) -> int:
-        """Move to the next step (``watch`` calls this after each ``optimizer.step()``)."""
+    def advance(self, steps: int = 1, examples: int | None = None) -> int:
+        """Move to the next step (``watch`` calls this after each ``optimizer.step()``, with the
+        examples the step's forwards took). With ``train_size=`` and ``examples`` the epoch is the
+        examples consumed / the training set's size (a last short batch, or batches of another
+        size, counted as they were); otherwise ``step / steps_per_epoch``."""
         self._step += int(steps)
-        if self.steps_per_epoch:
+        if examples is not None:
+            self._consumed += int(examples)
+        if self.train_size and self._consumed:
+            self._epoch = self._consumed / float(self.train_size)
+        elif self.steps_per_epoch:
             self._epoch = self._step / float(self.steps_per_epoch)
         return self._step
 
@@ -294,6 +331,15 @@ class Recorder:
                          "classes": [str(c) for c in classes] if classes is not None else None,
                          "matrix": encode_array(m)})
         return m
+
+    def event(self, text: str, step: int | None = None) -> None:
+        """Record a change made partway through the run (a loss switched, a schedule edited, the
+        data changed) at ``step`` (default: the current step). The dashboard marks it on every
+        panel at that step, with ``text`` on hover and in the cursor's readout."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"an event needs a text saying what changed, got {text!r}")
+        step, epoch = self._at(step, None)
+        self._log.write({"t": "event", "step": step, "epoch": epoch, "text": text.strip()[:500]})
 
     # -- saved states and status ----------------------------------------------------
     def snapshot(self, key: str, step: int | None = None) -> None:

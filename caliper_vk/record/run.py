@@ -106,6 +106,7 @@ class Run:
     confusions: dict[str, list[ConfusionFrame]] = field(default_factory=dict)
     snapshots: list[tuple[int, str]] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
+    events: list[tuple[int, str]] = field(default_factory=list)  # (step, what changed), by step
     problems: list[str] = field(default_factory=list)
     _tables: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -113,9 +114,10 @@ class Run:
     def _table(self, axis: str):
         """(steps, coordinates) of the progress table of ``axis`` ("epoch" or "time") where the
         coordinate is finite, or None; cached while the progress arrays stay the same objects."""
-        table = self.progress_epoch if axis == "epoch" else self.progress_time
+        table = (self.progress_epoch if axis == "epoch" else self.progress_time if axis == "time"
+                 else np.arange(len(self.progress_step), dtype=np.float64))  # "samples": recorded points
         hit = self._tables.get(axis)
-        if hit is not None and hit[0] is self.progress_step and hit[1] is table:
+        if hit is not None and hit[0] is self.progress_step and (hit[1] is table or axis == "samples"):
             return hit[2]
         out = None
         if table is not None and len(self.progress_step):
@@ -124,6 +126,27 @@ class Run:
                 out = (self.progress_step[ok].astype(np.float64), table[ok])
         self._tables[axis] = (self.progress_step, table, out)
         return out
+
+    @property
+    def parent(self) -> dict | None:
+        """Where this run started from (``Recorder(parent=, parent_step=)``): ``{"run": path of
+        the parent's directory (resolved against this run's), "name": its directory's name,
+        "step": the parent's step whose state this run starts from}``, or None."""
+        p = self.meta.get("parent") if isinstance(self.meta, dict) else None
+        if not isinstance(p, dict) or not isinstance(p.get("run"), str) or isinstance(p.get("step"), bool) \
+                or not isinstance(p.get("step"), int) or p["step"] < 0:
+            return None
+        here = self.source.parent if self.source is not None else Path(".")
+        return {"run": (here / p["run"]).resolve() if not Path(p["run"]).is_absolute() else Path(p["run"]),
+                "name": str(p.get("name") or Path(p["run"]).name), "step": p["step"]}
+
+    @property
+    def step_offset(self) -> int:
+        """Where step 0 of this run lies on the step axis: its parent's step for a run that
+        started from another's state (drawn on the parent's step axis from the branch point),
+        else 0. The run's own steps are unchanged (``Series.step``)."""
+        p = self.parent
+        return p["step"] if p is not None else 0
 
     @property
     def step_range(self) -> tuple[int, int] | None:
@@ -140,10 +163,11 @@ class Run:
         return out
 
     def coordinate(self, axis: str, steps: np.ndarray) -> np.ndarray:
-        """``steps`` on ``axis`` ("step", "epoch" or "time"); NaN where the run has no such coordinate."""
+        """``steps`` on ``axis`` ("step", "epoch", "time" or "samples": how many progress points,
+        steps with any record, came before); NaN where the run has no such coordinate."""
         steps = np.asarray(steps, dtype=np.float64)
         if axis == "step":
-            return steps
+            return steps + self.step_offset if self.step_offset else steps
         found = self._table(axis)
         if found is None:
             return np.full(steps.shape, np.nan)
@@ -155,8 +179,8 @@ class Run:
     def to_step(self, axis: str, x: float) -> float | None:
         """The step at coordinate ``x`` on ``axis``, or None when ``x`` lies outside this run."""
         if axis == "step":
-            r = self.step_range
-            return float(x) if r and r[0] <= x <= r[1] else None
+            r, x = self.step_range, float(x) - self.step_offset
+            return x if r and r[0] <= x <= r[1] else None
         found = self._table(axis)
         if found is None:
             return None
@@ -277,6 +301,7 @@ class Run:
                                                               "matrix": encode_array(f.matrix)}),
             "snapshots": [{"step": s, "key": k} for s, k in self.snapshots],
             "epochs": self.epochs,
+            "events": [{"step": s, "text": t} for s, t in self.events],
             "problems": self.problems,
         }
 

@@ -335,9 +335,15 @@ def run_from_doc(doc, path: Path) -> Run:
     for i, e in enumerate(_list(doc, "epochs", name)):
         if isinstance(e, dict):
             b.add({**e, "t": "epoch"}, f"{name}.epochs[{i}]")
+    for i, e in enumerate(_list(doc, "events", name)):
+        if isinstance(e, dict):
+            b.add({**e, "t": "event"}, f"{name}.events[{i}]")
+        else:
+            run.problems.append(f"{name}.events[{i}]: expected an object; skipped")
     for frames in (*run.histograms.values(), *run.arrays.values(), *run.confusions.values()):
         frames.sort(key=lambda f: f.step)
     run.snapshots.sort()
+    run.events.sort(key=lambda e: e[0])
     return run
 
 

@@ -136,6 +136,12 @@ class _ActivationStats:
         return {"std": var ** 0.5, "zero_frac": self.zeros / self.count, "dead_frac": dead / units,
                 "dead_units": float(dead)}
 
+    def dead_mask(self):
+        """Which units were zero for every inspected example: uint8, 1 = dead, one per unit
+        (kept beside their number, so a reader can tell the same units staying dead from
+        others dying), or None before any forward."""
+        return None if self.alive is None else (~self.alive.reshape(-1)).numpy().astype("uint8")
+
 
 class Watcher:
     """The hooks ``watch`` installs; ``remove()`` takes them out again."""
@@ -247,7 +253,7 @@ class Watcher:
         import torch
 
         now = time.perf_counter()
-        step = self.rec.advance()
+        step = self.rec.advance(examples=self._examples or None)  # (the epoch by examples: train_size=)
         values = self._pending
         # weight norms every step; update ratios when asked for and a parameter moved
         num = den = 0.0
@@ -328,9 +334,11 @@ class Watcher:
 
     def flush_activations(self) -> None:
         """Record the activation statistics gathered since the last flush (at the current step)."""
-        values = {}
+        values, masks = {}, {}
         for name, stats in self._stats.items():
             s = stats.summary()
+            if s is not None:
+                masks[name] = stats.dead_mask()
             stats.reset()
             if s is None:
                 continue
@@ -339,6 +347,9 @@ class Watcher:
         self._pending_stats = False
         if values:
             self.rec.log(values)
+        for name, mask in masks.items():  # which units, as an array probe (1 = dead)
+            self.rec.probe(f"act/dead/{name}", mask, module=name, example="validation forward",
+                           kind="dead units")
 
     @contextlib.contextmanager
     def validation(self):

@@ -21,11 +21,18 @@ two cores.
                       the run still ends complete with every value finite
 ``super_resolution``  x2 ESPCN-style upscaler on generated images: PSNR and SSIM per epoch
                       beside the bicubic baseline's, on the same panels; image probes
+``finetune_from_mlp`` ``digits_mlp`` continued from its epoch-5 snapshot at rate 1e-3 for 5
+                      epochs (``parent=``: drawn on the parent's step axis from step 115)
+``scratch_lr1e-3``    the same MLP and rate from scratch, 10 epochs: the comparison
+``loss_switch``       the digits MLP whose loss switches to label smoothing 0.2 after
+                      epoch 5 (``Recorder.event``: marked on every panel)
 ===================== ================================================================
 
 Snapshots: the bundled runs keep their ``rec.save`` files (``snapshots/*.pt``,
 state dicts of 4-16 KB each), because a snapshot record must name a file that
-exists; the sweep, the transformer and the super-resolution run save none. Everything
+exists (and ``finetune_from_mlp`` starts from one of ``digits_mlp``'s: regenerate
+``digits_mlp`` first); the sweep, the transformer, the super-resolution run and the
+later three save none. Everything
 else of a run is in its ``run.json`` and the sidecar it names (``run-<token>.bin``, the
 arrays; runs recorded before the sidecar existed hold them in the JSON); the crash-safe
 ``log.jsonl`` it was exported from is deleted (see :func:`.common.scrub`, which also
@@ -61,12 +68,13 @@ def _mlp(config: str) -> Callable[..., Path]:
     """The digits MLP trained with ``digits_mlp.MAIN`` or the sweep's configuration ``config``."""
     def train(out_dir, **kw):
         digits_mlp = import_module(".digits_mlp", __name__)
-        cfg = digits_mlp.MAIN if config == "MAIN" else digits_mlp.SWEEP[config]
+        cfg = digits_mlp.MAIN if config == "MAIN" else {**digits_mlp.SWEEP, **digits_mlp.LATER}[config]
         return digits_mlp.train(out_dir, cfg, **kw)
     return train
 
 
 SWEEP_NAMES = ("sweep_lr1e-5", "sweep_width2", "sweep_width256_n40", "sweep_lr1")  # digits_mlp.SWEEP's keys
+LATER_NAMES = ("finetune_from_mlp", "scratch_lr1e-3", "loss_switch")  # digits_mlp.LATER's keys
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in [
     Example("digits_mlp", _mlp("MAIN"), "digits MLP, relu1/relu2 probes"),
@@ -77,6 +85,9 @@ EXAMPLES: dict[str, Example] = {e.name: e for e in [
         "sweep: learning rate 1e-5", "sweep: width 2", "sweep: width 256 on 40 examples",
         "sweep: learning rate 1"], strict=True)),
     Example("super_resolution", _script("super_resolution"), "x2 super-resolution, PSNR/SSIM against bicubic"),
+    *(Example(name, _mlp(name), summary) for name, summary in zip(LATER_NAMES, [
+        "fine-tune of digits_mlp from its epoch-5 snapshot (lineage)", "the fine-tune's rate from scratch",
+        "loss switched to label smoothing after epoch 5 (an event)"], strict=True)),
 ]}
 
 

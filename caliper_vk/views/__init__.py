@@ -20,15 +20,37 @@ class UnknownViewError(ValueError):
     """An unknown view name; the message lists the available views."""
 
 
+def view_options(cls) -> list[str]:
+    """The keyword options a view class takes (its constructor's named parameters)."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
 def make_view(name: str, **options):
-    """Construct the view called ``name`` (``pointcloud``, ``heatmap``, ``histogram``)."""
+    """Construct the view called ``name`` (``pointcloud``, ``heatmap``, ``histogram`` ...).
+
+    An option the view does not take is a TypeError that names it, the nearest valid option
+    (``colourmap`` → ``colormap``) and the full list."""
+    import difflib
+
     try:
         cls = VIEWS[name]
     except KeyError:
         raise UnknownViewError(
             f"unknown view {name!r}; available views: {', '.join(sorted(VIEWS))}") from None
+    valid = view_options(cls)
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        hints = []
+        for k in unknown:
+            near = difflib.get_close_matches(k, valid, n=1, cutoff=0.6)
+            hints.append(f"{k!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        raise TypeError(f"the {name} view has no option {', '.join(hints)}; its options: {', '.join(valid)}")
     return cls(**options)
 
 
 __all__ = ["VIEWS", "Confusion", "Curve", "CustomPanel", "Heatmap", "Histogram", "Images", "PointCloud",
-           "Text", "TextGrid", "UnknownViewError", "make_view"]
+           "Text", "TextGrid", "UnknownViewError", "make_view",
+           "view_options"]

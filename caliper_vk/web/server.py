@@ -50,8 +50,9 @@ def _websockets():
         from websockets.http11 import Response
         from websockets.sync.server import serve
     except ImportError:
-        raise ImportError("serving frames to a browser needs the websockets package: "
-                          "pip install 'caliper-vk[web]'") from None
+        from .._optional import MissingExtraError
+
+        raise MissingExtraError("serving frames to a browser", "the websockets package", "web") from None
     return serve, Response, Headers
 
 

@@ -151,7 +151,7 @@ def test_a_panel_whose_refresh_raises_stops_alone(tmp_path, capsys):
 
         def on_step(i):
             if i == FAULT_AT:
-                weight = s.panels[1]._tensor
+                weight = s.panels[1].inputs[0][0].ref()  # the attached parameter itself
                 with torch.no_grad():
                     weight.set_(weight.clone())  # the weights moved: the panel's refresh raises
                 seen["frames"] = s.frames

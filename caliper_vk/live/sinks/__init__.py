@@ -41,6 +41,13 @@ class Sinks:
         """True when a sink shows frames as they come (a page, a widget), not a recording."""
         return any(getattr(s, "live", False) for s in self.items)
 
+    @property
+    def live_fps(self) -> float:
+        """``max_fps="auto"`` for these sinks: the lowest rate a live sink takes (a page 30 a second,
+        a notebook widget :data:`~.notebook.MAX_FPS`); frames drawn faster would never be shown."""
+        return min((getattr(s, "max_fps", LIVE_FPS) for s in self.items if getattr(s, "live", False)),
+                   default=LIVE_FPS)
+
     def get(self, kind: str):
         return next((s for s in self.items if s.kind == kind), None)
 

@@ -100,6 +100,7 @@ class NotebookSink:
 
     kind = "notebook"
     live = True
+    max_fps = MAX_FPS  # the session's max_fps="auto": no frame is drawn that is never sent
 
     def __init__(self, size, session=None):
         from IPython import get_ipython

@@ -38,7 +38,9 @@ def _av():
     try:
         import av
     except ImportError:
-        raise ImportError("writing video needs PyAV: pip install 'caliper-vk[video]'") from None
+        from ..._optional import MissingExtraError
+
+        raise MissingExtraError("writing video", "PyAV", "video") from None
     return av
 
 

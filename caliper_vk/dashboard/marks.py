@@ -1,0 +1,84 @@
+"""Marks of what happened to a run rather than what it measured: its events (``Recorder.event``:
+a loss switched, a schedule edited, the data changed) and where it branched from its parent
+(``Recorder(parent=, parent_step=)``).
+
+Every plot over progress (scalar panels, histograms over time, recall/precision, a cell's trace)
+draws each shown run's events as vertical lines at their step, in one colour kept for events,
+with the event's text in a tooltip when the mouse is within a few pixels of the line; the
+sidebar's cursor readout names the latest event at or before the cursor in each run. A child
+run is drawn on its parent's step axis (``Run.step_offset``), and its first step is marked with
+a line in the run's colour and a tag naming the parent and the step it started from.
+
+A mixin of :class:`~caliper_vk.dashboard.app.Dashboard`; it draws nothing per sample (a run's
+events are a handful of lines), so a cursor move costs what it did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from .style import _col, _spec
+
+EVENT_RGB = (0.0, 1.0, 0.5)  # the events' lines, in every run: no run or series has this colour
+HOVER_PX = 4  # how near the mouse must be to a line for its text to show
+
+
+class MarkedPanels:
+    """Events and branch points in the plots and the readout (state lives on the Dashboard)."""
+
+    def _event_xs(self, run) -> np.ndarray:
+        """The x of each of ``run``'s events on the current axis (NaN where it has none)."""
+        key = ("events", id(run), self.axis)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = run.coordinate(self.axis, np.array([s for s, _ in run.events], float))
+        return hit
+
+    def _run_marks(self) -> None:
+        """Inside a plot, after its data: each shown run's events and its branch point."""
+        near = []
+        hovered = implot.is_plot_hovered()
+        mouse_px = imgui.get_mouse_pos().x
+        for run in self.runs:
+            if run.events:
+                xs = self._event_xs(run)
+                ok = np.isfinite(xs)
+                if ok.any():
+                    implot.plot_inf_lines(self._item("events (hover a line: what changed)", EVENT_RGB),
+                                          xs[ok], _spec(EVENT_RGB, alpha=0.9, weight=1.5))
+                if hovered:
+                    for x, (step, text) in zip(xs, run.events, strict=True):
+                        px = implot.plot_to_pixels(float(x), 0.0).x if np.isfinite(x) else np.inf
+                        if abs(px - mouse_px) <= HOVER_PX:
+                            near.append(f"{run.name}, step {step}: {text}")
+            parent = run.parent
+            if parent is not None:  # where it started from: its step 0 is the parent's state there
+                x = float(run.coordinate(self.axis, np.array([0.0]))[0])
+                if np.isfinite(x):
+                    rgb = self._rgb(run)
+                    implot.plot_inf_lines(self._item("branch point (started from its parent's state)", rgb),
+                                          np.array([x]), _spec(rgb, alpha=0.8, weight=2.5))
+                    implot.tag_x(x, _col(rgb, 0.8), f"from {parent['name']} @{parent['step']}")
+        if near:
+            imgui.set_tooltip("\n".join(near))
+
+    def _event_readout(self) -> None:
+        """In the sidebar, under the cursor: each run's latest event at or before the cursor, and
+        where a child run started from."""
+        for run in self.runs:
+            step = run.to_step(self.axis, self.cursor)
+            if run.events and step is not None:
+                before = [(s, t) for s, t in run.events if s <= step]
+                if before:
+                    s, t = before[-1]
+                    more = f" ({len(before)} so far)" if len(before) > 1 else ""
+                    imgui.push_style_color(imgui.Col_.text, _col(EVENT_RGB, 0.9))
+                    imgui.text_wrapped(f"  {run.name}: event at step {s}{more}: {t}")
+                    imgui.pop_style_color()
+            parent = run.parent
+            if parent is not None:
+                imgui.push_style_color(imgui.Col_.text, _col(self._rgb(run), 0.9))
+                imgui.text_wrapped(f"  {run.name}: started from {parent['name']} at its step {parent['step']} "
+                                   f"(drawn on {parent['name']}'s step axis)")
+                imgui.pop_style_color()

@@ -1,0 +1,117 @@
+"""Events and lineage: ``Recorder.event`` and ``Recorder(parent=, parent_step=)`` are read back
+from the log and from run.json, and the dashboard draws them: an event's line at its step on
+every plot over progress (checked in the drawn pixels), a child run on its parent's step axis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from caliper_vk.dashboard import app, model
+from caliper_vk.dashboard.marks import EVENT_RGB
+from caliper_vk.record import Recorder, load_run
+
+
+def _run(path, steps=60, event_at=30, **kw):
+    rec = Recorder(path, steps_per_epoch=10, **kw)
+    for s in range(1, steps + 1):
+        rec.advance()
+        rec.log({"train/loss": 1.0 / s, "lr/group0": 1e-3})
+        if s == event_at:
+            rec.event("loss switched: cross-entropy -> label-smoothed (0.1)")
+        if s % 10 == 0:
+            rec.log({"val/loss": 1.2 / s})
+            rec.histogram("weights/w", np.linspace(-1, 1, 50) * s / steps)
+            rec.confusion(matrix=np.array([[s, 2], [3, s]]), classes=["a", "b"])
+    rec.close()
+    return load_run(path)
+
+
+def test_events_and_the_parent_read_back_from_the_log_and_run_json(tmp_path):
+    parent = _run(tmp_path / "pretrain", steps=40)
+    child = _run(tmp_path / "finetune", steps=20, event_at=5, parent=tmp_path / "pretrain", parent_step=40)
+    assert parent.events == [(30, "loss switched: cross-entropy -> label-smoothed (0.1)")]
+    assert child.events[0][0] == 5 and parent.parent is None and parent.step_offset == 0
+    assert child.parent == {"run": (tmp_path / "pretrain").resolve(), "name": "pretrain", "step": 40}
+    assert child.meta["parent"]["run"] == "../pretrain"  # relative: runs copied together stay linked
+    (tmp_path / "finetune" / "run.json").unlink()
+    from_log = load_run(tmp_path / "finetune" / "log.jsonl")
+    assert (from_log.events, from_log.parent) == (child.events, child.parent)
+    # on the step axis the child continues from the parent's step 40; its own steps are unchanged
+    assert child.coordinate("step", np.array([0, 5])).tolist() == [40.0, 45.0]
+    assert child.to_step("step", 45) == 5 and child.to_step("step", 30) is None
+    assert child.metrics["train/loss"].step[0] == 1
+    r = model.read_cursor(child, "train/loss", "step", 45)
+    assert r.text == "0.2 at step 5 (step 45 of pretrain)"
+    with pytest.raises(ValueError, match="parent_step="):
+        Recorder(tmp_path / "bad", parent=tmp_path / "pretrain")
+    with pytest.raises(ValueError, match="needs a text"):
+        Recorder(tmp_path / "bad2").event("  ")
+
+
+def _marks(monkeypatch):
+    """Per plot (by its rectangle on the screen) the pixel columns its event lines were put at."""
+    seen = {}
+    real = app.implot.plot_inf_lines
+
+    def spy(label, xs, *rest):
+        if label.startswith("events"):
+            p0, size = app.implot.get_plot_pos(), app.implot.get_plot_size()
+            seen[(p0.x, p0.y, p0.x + size.x, p0.y + size.y)] = [
+                app.implot.plot_to_pixels(float(x), 0.0).x for x in xs]
+        return real(label, xs, *rest)
+
+    monkeypatch.setattr(app.implot, "plot_inf_lines", spy)
+    return seen
+
+
+@pytest.mark.parametrize("hist_mode", ["time", "overlay"])
+def test_an_event_is_drawn_at_its_step_on_every_plot_over_progress(tmp_path, monkeypatch, hist_mode):
+    run = _run(tmp_path / "switch")
+    seen = _marks(monkeypatch)
+    dash = app.Dashboard([run], size=(1300, 1800), panels=["*"], hist_mode=hist_mode, columns=2, cursor=20)
+    try:
+        dash.render()
+        seen.clear()
+        dash.REUSE = False  # this frame builds every panel (their marks noted), laid out as the last
+        dash.frame(events=[])
+        rgba = dash.ui.render()
+    finally:
+        dash.close()
+    # every scalar panel, the recall/precision plot and (over time) the histogram
+    want_plots = sum(p.kind in ("scalar", "confusion") or (p.kind == "histogram" and hist_mode == "time")
+                     for p in dash.panels)
+    assert len(seen) == want_plots
+    assert EVENT_RGB == (0.0, 1.0, 0.5)  # green over blue, no red: no series or run colour is that
+
+    def event_coloured(px):  # (anti-aliased, blended: the hue, not the exact value)
+        r, g, b = px[..., 0], px[..., 1], px[..., 2]
+        return (g - r > 120) & (g - b > 50)
+
+    for (x0, y0, x1, y1), cols in seen.items():
+        (c,) = cols
+        assert x0 <= c <= x1
+        px = int(np.floor(c))
+        strip = rgba[int(y0) + 2:int(y1) - 2, px - 1:px + 2, :3].astype(float)  # rows x 3 columns x rgb
+        on_line = event_coloured(strip).any(axis=1)
+        assert on_line.mean() > 0.6, ((x0, y0, x1, y1), c, on_line.mean())  # data may cross it here and there
+        beside = rgba[int(y0) + 2:int(y1) - 2, px + 6, :3].astype(float)  # and it is a line, not a fill
+        assert event_coloured(beside).mean() < 0.2
+
+
+def test_a_child_is_drawn_from_the_branch_point_on_its_parents_axis(tmp_path, monkeypatch):
+    parent = _run(tmp_path / "pretrain", steps=40, event_at=None)
+    child = _run(tmp_path / "finetune", steps=20, event_at=None, parent=tmp_path / "pretrain", parent_step=30)
+    lines, tags = [], []
+    real_lines, real_tag = app.implot.plot_line, app.implot.tag_x
+    monkeypatch.setattr(app.implot, "plot_line", lambda label, x, y, *a: (
+        lines.append((label, np.array(x))), real_lines(label, x, y, *a))[1])
+    monkeypatch.setattr(app.implot, "tag_x", lambda x, col, *a: (tags.append((x, *a)), real_tag(x, col, *a))[1])
+    dash = app.Dashboard([parent, child], size=(1200, 800), panels=["loss"], columns=1)
+    try:
+        dash.render()
+    finally:
+        dash.close()
+    xs = [x for label, x in lines if label == "train/loss · finetune"]
+    assert xs and xs[-1][0] == 31 and xs[-1][-1] == 50  # its step 1 is the parent's step 31
+    assert (30.0, "from pretrain @30") in tags
