@@ -196,7 +196,8 @@ def fastplotlib_offscreen(view: str, n: int, repeats: int) -> dict:
 
 def profile(n: int, repeats: int, size_px: int) -> dict:
     """GPU milliseconds per pass (Vulkan timestamps) of a live point-cloud frame, and the
-    host side of the same frames: wall time of ``render()`` and the view's fit and parameters."""
+    host side of the same frames: wall time of ``render()`` and the view's parameter block (the
+    fit is computed on the device: its pass is among the timestamps)."""
     import torch
 
     import caliper_vk as cv

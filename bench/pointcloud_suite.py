@@ -172,7 +172,7 @@ def lines(pc: dict) -> list[str]:
                                                      for _, r in cpu) + " |")
     if cpu_lines:
         out += ["", "The same frames in CPU time (the process's, all threads: lavapipe's workers, "
-                "Python, the fit), which other work on the machine distorts less than the wall "
+                "Python), which other work on the machine distorts less than the wall "
                 "time; on an idle 2-core machine the wall time of the GPU passes is about half "
                 "their CPU time, of the host's own work all of it:", "",
                 "| path | 2k: CPU ms per frame | × floor | 1M: CPU ms per frame | × floor |",
@@ -189,8 +189,9 @@ def lines(pc: dict) -> list[str]:
     out += ["", "### Where the time goes", "",
             "GPU milliseconds per pass (Vulkan timestamps: lavapipe's CPU time for each pass, on "
             "the same two cores), their sum, and for Caliper the wall time of `render()` while "
-            "profiled and the host's fit + parameter block for one frame:", "",
-            "| points | path | passes (ms) | GPU sum | render() wall | fit + params |",
+            "profiled and the host's parameter block for one frame (the fit is the device's: the "
+            "`pointcloud fit` pass):", "",
+            "| points | path | passes (ms) | GPU sum | render() wall | params (host) |",
             "|---|---|---|---|---|---|"]
     for label, rows in pc.get("profile", {}).items():
         for k, r in rows.items():
@@ -243,7 +244,7 @@ def bounds(pc: dict) -> list[str]:
     def p(r, name):
         return r.get("passes", {}).get(name, NAN)
 
-    def rest(r):  # wall time of render() that is neither GPU passes nor the fit
+    def rest(r):  # wall time of render() that is neither GPU passes nor the host's parameters
         return r.get("render_ms", NAN) - r.get("gpu_ms", NAN) - r.get("fit_params_ms", NAN)
 
     lat = pc.get("latency", {}).get("1M", {})
@@ -256,10 +257,10 @@ def bounds(pc: dict) -> list[str]:
         "Caliper's projection is exact (every intermediate flushed by `ftz`, NaN/Inf classified and "
         "counted, off-panel points counted, the depth level rounded by the twin's rule), and a "
         "2-px point is 4 atomics where the floor's is 1; the resolve with its copy into the "
-        f"canvas {p(c1, 'PointCloud'):.1f} ms against {p(fl, 'resolve'):.1f} ms. On the host: "
-        f"the exact fit of the moving cloud (float64 box and bounding sphere; the floor's camera "
-        f"is fixed) {c1.get('fit_params_ms', NAN):.1f} ms, single-threaded, while lavapipe's "
-        f"threads wait; the rest of `render()` beyond the GPU passes and the fit "
+        f"canvas {p(c1, 'PointCloud'):.1f} ms against {p(fl, 'resolve'):.1f} ms; the fit of the "
+        f"moving cloud, on the device in the same frame (the floor's camera is fixed), "
+        f"{p(c1, 'pointcloud fit'):.1f} ms. On the host: the parameter block "
+        f"{c1.get('fit_params_ms', NAN):.2f} ms; the rest of `render()` beyond the GPU passes "
         f"{rest(c1):.1f} ms (the session's submission of two batches with timeline semaphores "
         f"and their wake-ups, the status text redrawn a few times a second, the frame's copy "
         f"out) against the floor's one submission. The GPU figures come from profiled frames "

@@ -55,11 +55,13 @@ class Recorder:
         vk.vkCmdFillBuffer(self.handle, buffer.handle, offset, size, value & 0xFFFFFFFF)
 
     def barrier(self) -> None:
-        """Make all earlier compute/transfer writes visible to later compute/transfer work."""
+        """Make all earlier compute/transfer writes visible to later compute/transfer work (uniform
+        reads included)."""
         mb = new(
             "VkMemoryBarrier",
             srcAccessMask=vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
             dstAccessMask=vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+            | vk.VK_ACCESS_UNIFORM_READ_BIT  # a pass may write a later pass's parameter block
             | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT,
         )
         stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT

@@ -19,7 +19,7 @@ def region(frame, panel):
 
 def test_host_views_are_snapshots_and_each_is_counted():
     x = discrete.to_device(torch.arange(6, dtype=torch.float32).reshape(2, 3))
-    assert x.device.type == "cuda" and isinstance(x * 2, discrete.DeviceTensor)
+    assert x.device.type == "cuda" and isinstance(x * 2, discrete.DeviceTensor) and x.cuda() is x
     with discrete.transfers() as t:
         copy = x.cpu()
         array, dtype = host_array(x)

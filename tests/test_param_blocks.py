@@ -49,7 +49,7 @@ def test_views_fill_exactly_their_blocks_words():
     from caliper_vk.views import Heatmap, PointCloud
 
     p = PointCloud(np.zeros((3, 3), np.float32)).params(64, 48)
-    assert p.dtype == np.uint32 and p.size == POINTCLOUD.words == 36
+    assert p.dtype == np.uint32 and p.size == POINTCLOUD.words == 48
     assert p[POINTCLOUD.W] == 64 and p[POINTCLOUD.H] == 48
     h = Heatmap(np.ones((2, 5), np.float32)).params(10, 10)
     assert h.size == 16 and h[1] == 5  # HM_COLS is word 1 in the generated header

@@ -156,31 +156,36 @@ def test_labels_use_ten_distinct_colours():
     assert len(colours) == 10
 
 
-def test_fit_equals_the_plain_float64_fit():
-    """The live fit (transposed columns; float32 screening of a large cloud's distances) gives
-    exactly the box and radius of the plain float64 formula, so shader and twin see the same
-    parameters whichever way they were found."""
-    from caliper_vk.views import _exact
-    from caliper_vk.views._source import Source
+def test_bounds_must_be_finite_in_float32():
+    with pytest.raises(ValueError, match="must be finite float32 numbers"):
+        PointCloud(bounds=((0, 0, 0), (1e39, 1, 1)))
 
-    def plain(pos):
-        fin = pos[np.isfinite(pos).all(axis=1)]
-        lo = _exact.ftz(fin.min(axis=0)).astype(np.float64)
-        hi = _exact.ftz(fin.max(axis=0)).astype(np.float64)
-        c = ((lo + hi) / 2).astype(np.float32)
-        d2 = sum((fin[:, k] - c[k]).astype(np.float64) ** 2 for k in range(pos.shape[1]))
-        return lo, hi, float(np.sqrt(d2.max())) * 1.001
+
+def test_the_device_fit_writes_its_twins_words_and_is_the_float64_fit_to_float32_precision():
+    """pointcloud_fit writes into the parameter block exactly the words of its twin
+    (_pointfit.device_fit), at every scale float32 holds; and those are the box centre and half
+    diagonal of the float64 formula to float32 precision (the Newton reciprocal's error)."""
+    from caliper_vk.engine.shaders.params import POINTCLOUD as PC
+    from caliper_vk.views import _exact
 
     rng = np.random.default_rng(7)
-    for trial in range(12):
-        n, dim = (60_000, 3) if trial % 2 else (3000, 2 + trial % 3 // 2)
-        pos = (rng.normal(size=(n, dim)) * 10.0 ** rng.uniform(-25, 25)).astype(np.float32)
-        if trial % 3 == 0:  # every point nearly on one sphere: many near-ties for the maximum
-            pos /= np.sqrt((pos.astype(np.float64) ** 2).sum(axis=1, keepdims=True)).astype(np.float32)
-        if trial % 4 == 1:
-            pos[rng.integers(0, n, 5), 0] = [np.nan, np.inf, -np.inf, np.nan, np.inf]
-        view = PointCloud()
-        view.set_source(Source(pos, live=True))
-        lo, hi, radius = view._fit()
-        want = plain(pos)
-        assert np.array_equal(lo, want[0]) and np.array_equal(hi, want[1]) and radius == want[2]
+    with Canvas(64, 48) as canvas:
+        for trial in range(10):
+            n, dim = (20_000, 3) if trial % 2 else (3000, 2 + trial % 3 // 2)
+            pos = (rng.normal(size=(n, dim)) * 10.0 ** rng.uniform(-30, 30)).astype(np.float32)
+            if trial % 4 == 1:
+                pos[rng.integers(0, n, 5), 0] = [np.nan, np.inf, -np.inf, np.nan, np.inf]
+            view = PointCloud(pos, zoom=1.5)
+            panel = canvas.add(view)
+            canvas.render()
+            got = view._buffers["params"].view(np.uint32, PC.words).copy()
+            want = view.params_fitted(64, 48)
+            assert np.array_equal(got, want), trial
+            canvas.remove(panel)
+            fin = pos[np.isfinite(pos).all(axis=1)]
+            lo, hi = (_exact.ftz(v).astype(np.float64) for v in (fin.min(axis=0), fin.max(axis=0)))
+            radius = float(np.sqrt((((hi - lo) / 2) ** 2).sum()))
+            f = want.view(np.float32)
+            assert np.allclose(f[PC.CX:PC.CX + dim], (lo + hi) / 2, rtol=2e-7, atol=0)
+            assert abs(-float(f[PC.ZMIN]) / radius - 1) < 1e-6
+            assert abs(float(f[PC.SCALE]) * radius / (1.5 * 0.45 * 48) - 1) < 1e-6

@@ -19,7 +19,8 @@ views are snapshots, never aliases:
   non_blocking=True)`` counts as an asynchronous one, any other as blocking);
 - ``.numpy()`` and ``np.asarray(t)`` raise ``TypeError`` with torch's own message, as they do
   for a CUDA tensor;
-- every other operation is torch's, on the tensor's memory, and gives a :class:`DeviceTensor`.
+- ``.cuda()`` returns the tensor itself; every other operation is torch's, on the tensor's
+  memory, and gives a :class:`DeviceTensor`.
 
 :class:`EmulatedTensor` (made by :func:`empty` and :func:`to_device`) is a :class:`DeviceTensor`
 whose memory is page-aligned so that the renderer imports it in place
@@ -181,6 +182,8 @@ class DeviceTensor(_torch().Tensor):
         name = getattr(func, "__name__", "")
         if name in ("numpy", "__array__"):
             raise TypeError(NUMPY_REFUSAL)
+        if name == "cuda" and args and isinstance(args[0], DeviceTensor):
+            return args[0]  # on the device already (torch returns the tensor itself)
         if name in ("cpu", "to") and args and isinstance(args[0], DeviceTensor):
             host, blocking = _host_copy(name, args, kwargs)
             if host is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 
 from .. import exporters
+from .._arrays import is_torch_tensor
 from ..exporters import PATH_ZERO_COPY
 from ..views._source import Source
 from .panels import Panel
@@ -52,6 +53,10 @@ def attach_panel(session, name, tensors: dict, v, view, named: bool, extra: dict
                                              zero_copy=zero_copy, host_reason=host_reason,
                                              gpu=not named, sync=k == first)
             sources[k] = view_source(inputs[k])
+        for key in ("labels", "values"):  # a point cloud's labels and values, read in place
+            if not named and view == "pointcloud" and _in_place(key, extra.get(key)):
+                inputs[key], sources[key] = _further_input(extra[key], device, f"{name}.{key}", zero_copy)
+                extra = {**extra, key: sources[key]}
         if named:
             v.set_sources(sources)
         elif view == "pointcloud":
@@ -69,8 +74,33 @@ def attach_panel(session, name, tensors: dict, v, view, named: bool, extra: dict
     slower = [(k, i.path, i.reason) for k, i in inputs.items() if i.path != PATH_ZERO_COPY]
     if named and slower:  # the panel is as fast as its slowest input
         path, reason = slower[0][1], "; ".join(f"{k}: {r}" for k, _, r in slower)
-    return Panel(name, v, [(inputs[k], sources[k]) for k in tensors], path, reason, session=session,
+    return Panel(name, v, [(inputs[k], sources[k]) for k in inputs], path, reason, session=session,
                  ordered=session.sync)
+
+
+IN_PLACE = {"labels": ("torch.int32", "torch.uint8"),
+            "values": ("torch.float32", "torch.float16", "torch.bfloat16")}
+
+
+def _in_place(key: str, tensor) -> bool:
+    """A point cloud's ``labels=`` / ``values=`` that its shaders read in place: an int32 or
+    uint8 labels tensor, a float32, float16 or bfloat16 values tensor (other tensors and host
+    arrays are converted once, at attach)."""
+    return is_torch_tensor(tensor) and str(tensor.dtype) in IN_PLACE[key]
+
+
+def _further_input(tensor, device, name: str, zero_copy: bool):
+    """The live input of a point cloud's labels or values tensor, and its source. Its writes
+    are ordered by the positions' sync (``panel.writing()`` covers both); a GPU tensor that
+    would be mirrored (a copy refreshed by its own sync) is staged instead: copied every frame."""
+    live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, sync=False)
+    if live.record.mirrored:
+        if live.imported is not None:
+            live.imported.close()
+        live.close()
+        live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, gpu=False,
+                                    sync=False)
+    return live, view_source(live)
 
 
 def build(view, name: str) -> tuple[str | None, str]:

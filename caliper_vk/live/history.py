@@ -26,8 +26,10 @@ views read, so every view redraws through its ordinary staging path — draws
 one frame without touching the live tensors (no read is booked; training goes
 on writing them), and puts the live sources back. The views are byte-exact
 functions of their input, so the kept frame equals the live frame of that
-step; per-view state that is not a function of the current input (a
-histogram's overlay of older steps) shows as it is now.
+step; what a view drew with that is not a function of its input (a histogram's
+overlay of older steps, a point cloud's camera and host labels/values) is kept
+with the step when the view ``keeps_state`` (``kept_state()``, a reference) and
+handed back for the rewound frame (``show_kept``).
 
 :mod:`caliper_vk.live.input` maps space, ←/→, Home and End here; the status
 line's place shows a timeline scrubber while a kept step is shown.

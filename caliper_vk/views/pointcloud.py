@@ -21,29 +21,36 @@ The colour pass runs one of two ways with the same bytes: per pixel over the who
 in by a transfer), so a small cloud does not pay for every pixel of a large panel.
 :meth:`PointCloud.reference` is the numpy twin that produces the same bytes.
 Camera: orthographic; ``yaw_deg`` turns about the vertical axis, ``pitch_deg`` tilts toward the viewer,
-``zoom`` scales the auto-fit (the bounding sphere of the finite points fills 90% of the shorter panel
-side at ``zoom=1``). Rotation, scale and bounds are computed on the host in float64 and passed as
-float32, so shader and twin use identical constants.
+``zoom`` scales the auto-fit (the sphere about the centre of the finite points' box through its
+corners fills 90% of the shorter panel side at ``zoom=1``). The fit is computed on the device in the
+frame that draws (``pointcloud_bounds``, then ``pointcloud_fit``, which writes the centre, scale and
+depth range into the parameter block the splat reads: see :mod:`._pointfit`), so it follows a tensor
+read in place wherever it lives, and the host reads no element of the positions per frame. The
+rotation is computed on the host in float64 and passed as float32. Labels and values attached as
+tensors (``caliper_vk.attach(..., labels=t)``) are read in place too: ``pointcloud_labels`` and
+``pointcloud_values_color`` make the per-point colour indices on the device each frame, an
+``"auto"``/``"symmetric"`` value range comes from ``pointcloud_values`` and the fit pass, and the
+legend shows the classes or range the frame used (read back with its counters).
 """
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
 
-from .. import chrome, colormaps
+from .. import colormaps
 from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
 from ..engine.shaders.params import POINTCLOUD as PC
-from ._pointfit import _extremes, _ftz32, _max_square_distance, FIT_LARGE, rotation, snapshot, unchanged
+from ._pointcolor import PointColors
+from ._pointfit import device_box, device_fit, device_value_keys, device_value_range, rotation
+from ._pointtwin import PointCloudTwin
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 
 F32 = np.float32
-NO_LABEL = 0xFFFFFFFF  # a negative label: drawn grey
 # The shaders' constants, from the block's one declaration (engine/shaders/params.py).
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = PC.MODE_UNIFORM, PC.MODE_LABELS, PC.MODE_VALUES
 KEY_COLOR_BITS, KEY_DEPTH_BITS, DEPTH_MAX = PC.KEY_COLOR_BITS, PC.KEY_DEPTH_BITS, PC.DEPTH_MAX
@@ -58,6 +65,7 @@ POINT_COLOR = (236, 236, 236, 255)
 NAN_COLOR = (255, 0, 255, 255)
 UNLABELLED = (128, 128, 128, 255)
 MAX_POINT_SIZE = 64
+BOX_PER_INVOCATION = 16  # points per invocation of pointcloud_bounds.comp (PER_INVOCATION there)
 
 
 def footprint(size_px: int) -> np.ndarray:
@@ -78,14 +86,7 @@ def _packed(background: tuple) -> int:
     return _exact.pack_rgba(background)
 
 
-def key_shade(keys: np.ndarray) -> np.ndarray:
-    """256 (nearest) down to 156 (farthest) from the depth level in a key's high bits
-    (``key_shade`` in pointcloud_color.glsl)."""
-    level = np.asarray(keys, np.uint32) >> np.uint32(KEY_COLOR_BITS)
-    return np.uint32(256) - ((level * np.uint32(101)) >> np.uint32(KEY_DEPTH_BITS))
-
-
-class PointCloud(ViewBase):
+class PointCloud(PointColors, PointCloudTwin, ViewBase):
     """A rotatable point cloud coloured by label, by value, or uniformly.
 
     Parameters
@@ -101,7 +102,8 @@ class PointCloud(ViewBase):
     point_size_px : int
         Point diameter in pixels, 1..64.
     bounds : ((x0, y0, z0), (x1, y1, z1)), optional
-        Fixed fit box; by default the view fits the finite points every frame.
+        Fixed fit box; by default the view fits the box of the finite points every frame, on
+        the device.
     """
 
     def __init__(self, positions=None, labels=None, values=None, *, yaw_deg: float | None = None,
@@ -119,13 +121,22 @@ class PointCloud(ViewBase):
         self.value_range = value_range
         self.background, self.color = background, color
         self.bounds = None if bounds is None else np.asarray(bounds, dtype=np.float64).reshape(2, -1)
+        if self.bounds is not None and not (np.abs(self.bounds) <= np.finfo(np.float32).max).all():
+            raise ValueError(f"bounds {bounds!r} must be finite float32 numbers (the fit is float32)")
         self._yaw, self._pitch = yaw_deg, pitch_deg
         self.zoom = float(zoom)
         self._initial_camera = (yaw_deg, pitch_deg, self.zoom)
         self.source = Source(np.zeros((0, 3), np.float32))
-        self._fit_cache = self._fit_of = None
+        self._drawn_with = None  # what prepare() last drew with (kept_state)
         self._params_of = None  # what the uploaded parameter block was computed from
         self.labels = self.values = None
+        # labels read in place (a tensor attached as labels=): a Source the shaders read each frame
+        self.label_source: Source | None = None
+        # values read in place (a float tensor attached as values=); with a string value_range,
+        # the frame's range is the device's (pointcloud_values, pointcloud_fit)
+        self.value_source: Source | None = None
+        self._vrange_seen = None  # the (lo, hi) the last frame coloured by, from its counters
+        self._classes_seen = (0, 0, 0)  # its classes, as read back with the frame's counters
         self._classes = None  # (labels, their distinct classes) for the legend
         self.color_pass = "auto"  # see per_point()
         if positions is not None:
@@ -142,6 +153,8 @@ class PointCloud(ViewBase):
             raise ValueError("give labels or values, not both (colour comes from one of them)")
         n = pos.shape[0]
         self._set_source(Source(pos))
+        self._set_label_source(None)
+        self._set_value_source(None)
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
         if values is not None:
@@ -160,22 +173,57 @@ class PointCloud(ViewBase):
                 "shapes with the heatmap or histogram view")
         n = source.shape[0]
         self._set_source(source)
+        self._set_label_source(None)
+        if isinstance(labels, Source):  # read in place, every frame (pointcloud_labels.comp)
+            if labels.dtype not in ("int32", "uint8") or labels.array.reshape(-1).shape[0] != n:
+                raise ValueError(f"labels read in place must be int32 or uint8 with one per point ({n}); "
+                                 f"got {labels.dtype} {labels.shape}")
+            self._set_label_source(labels)
+            labels = None
         self.labels = None if labels is None else as_labels(labels, n)
         self.values = None
-        if values is not None:
+        self._set_value_source(None)
+        if isinstance(values, Source):  # read in place, every frame (pointcloud_values*.comp)
+            if values.array.reshape(-1).shape[0] != n:
+                raise ValueError(f"values has {values.array.size} entries for {n} points")
+            self._set_value_source(values)
+        elif values is not None:
             self.values = as_float32(values, "values").reshape(-1)
             if self.values.shape[0] != n:
                 raise ValueError(f"values has {self.values.shape[0]} entries for {n} points")
 
+    def close(self) -> None:
+        self._set_label_source(None)
+        self._set_value_source(None)
+        super().close()
+
     def _set_source(self, source: Source) -> None:
         self._replace_source(source)
-        self._fit_cache = None
         self._dirty.update(("positions", "labels", "values"))
 
     @property
     def positions(self) -> np.ndarray:
         """The positions as float32 (decoded exactly as the GPU decodes them)."""
         return self.source.float32()
+
+    # a rewound step is drawn with the camera, host labels and values it was drawn with (labels
+    # and values read in place are inputs: the history keeps their bytes)
+    keeps_state = True
+
+    def kept_state(self):
+        """The camera and host labels/values the last ``prepare()`` drew with (a reference)."""
+        return self._drawn_with
+
+    def show_kept(self, state):
+        """Draw with a kept step's camera, labels and values; returns what puts the live ones back."""
+        if state is None:
+            return super().show_kept(state)
+        now = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
+        self._yaw, self._pitch, self.zoom, self.labels, self.values = state
+
+        def restore():
+            self._yaw, self._pitch, self.zoom, self.labels, self.values = now
+        return restore
 
     def reset_camera(self) -> None:
         """Back to the camera the view was made with."""
@@ -191,48 +239,6 @@ class PointCloud(ViewBase):
                 raise ValueError(f"zoom must be positive, got {zoom}")
             self.zoom = float(zoom)
 
-    def _fit(self, check: bool = True) -> tuple[list, list, float | None]:
-        """Bounding box (float64 values of float32 extremes, as lists) and bounding-sphere
-        radius of the finite points (cached per data version).
-
-        A live source is fitted again whenever its bytes changed (:func:`unchanged`), so this
-        keeps to a few numpy calls. ``check=False``: the caller found them changed (fit now)."""
-        if not check or self._fit_cache is None or (
-                self.source.live and not unchanged(self._fit_of, self.source)):
-            snap = snapshot(self.source) if self.source.live else None
-            pos = self.positions
-            dim = pos.shape[1]
-            # a large cloud is read in place by blocks; a small one as one transposed copy,
-            # which makes every later pass contiguous (strided columns of an (N, 3) array are
-            # 3-4x slower to reduce, and min(axis=0) is ~20x slower)
-            rows = pos.shape[0] >= FIT_LARGE
-            pts = np.ascontiguousarray(pos) if rows else np.ascontiguousarray(pos.T)
-            count = pts.shape[0] if rows else pts.shape[1]
-            radius = None
-            lo, hi = _extremes(pts, rows) if count else ([], [])
-            if not all(map(math.isfinite, lo + hi)):
-                # min and max propagate NaN and an Inf is an extreme: only now look per point
-                if rows:
-                    pts = pts[np.isfinite(pts).all(axis=1)]
-                    rows = pts.shape[0] >= FIT_LARGE
-                    pts = np.ascontiguousarray(pts if rows else pts.T)
-                else:
-                    pts = np.ascontiguousarray(pts[:, np.isfinite(pts).all(axis=0)])
-                count = pts.shape[0] if rows else pts.shape[1]
-                lo, hi = _extremes(pts, rows) if count else ([], [])
-            if count:
-                # ftz is monotone, so flushing the extremes equals the extremes of flushed data
-                lo = [_ftz32(v) for v in lo]
-                hi = [_ftz32(v) for v in hi]
-                # the smallest sphere about the box centre that holds every point: tighter
-                # than the box's half-diagonal, whose corners are usually empty
-                c = np.array([(a + b) / 2 for a, b in zip(lo, hi, strict=True)], np.float32)
-                radius = math.sqrt(_max_square_distance(pts, c, rows)) * 1.001
-            else:
-                lo = hi = [0.0] * dim
-            self._fit_cache, self._fit_of = (lo, hi, radius), snap
-        return self._fit_cache
-
     @property
     def camera(self) -> tuple[float, float, float]:
         three_d = self.source.shape[1] == 3
@@ -243,40 +249,58 @@ class PointCloud(ViewBase):
     # -- parameters shared by the shader and the twin ----------------------------------
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
+        """The parameter block as the host fills it: the fit's words (CX..CZ, SCALE, NSCALE,
+        ZMIN, DSCALE) are left 0 for ``pointcloud_fit`` to write on the device
+        (:meth:`params_fitted` adds them as the twin computes them)."""
         n, dim = self.source.shape
-        radius = None
-        if self.bounds is not None:
-            lo, hi = self.bounds[0], self.bounds[1]
-        else:
-            lo, hi, radius = self._fit()
-        lo = [float(v) for v in lo][:3] + [0.0] * (3 - min(3, len(lo)))
-        hi = [float(v) for v in hi][:3] + [0.0] * (3 - min(3, len(hi)))
-        center = [(a + b) / 2 for a, b in zip(lo, hi, strict=True)]
-        if radius is None:
-            radius = math.sqrt(sum(((b - a) / 2) ** 2 for a, b in zip(lo, hi, strict=True)))
-        if not (math.isfinite(radius) and radius > 1e-30):
-            radius = 1.0
         yaw, pitch, zoom = self.camera
-        scale = zoom * 0.45 * min(width, height) / radius
-        mode = MODE_LABELS if self.labels is not None else (
-            MODE_VALUES if self.values is not None else MODE_UNIFORM)
-        vlo, vscale = 0.0, 0.0
-        if mode == MODE_VALUES:
-            vlo, vhi = resolve_range(self.values, self.value_range)
+        mode = MODE_LABELS if self.labelled else (
+            MODE_VALUES if self.valued else MODE_UNIFORM)
+        vlo, vscale, vrange = 0.0, 0.0, PC.VRANGE_HOST
+        if mode == MODE_VALUES and self.device_range:  # pointcloud_fit writes VLO, VSCALE
+            vrange = PC.VRANGE_SYMMETRIC if self.value_range == "symmetric" else PC.VRANGE_AUTO
+        elif mode == MODE_VALUES:  # host values, or a fixed range
+            vlo, vhi = resolve_range(self.values if self.values is not None else np.zeros(0, F32),
+                                     self.value_range)
             vscale = lut_scale(vlo, vhi)
         p = PC.new()
         p[PC.N], p[PC.DIM], p[PC.W], p[PC.H] = n, dim, width, height
         p[PC.SIZE], p[PC.MODE], p[PC.NPAL] = self.point_size_px, mode, len(self._palette)
         p[PC.MARGIN] = MAX_POINT_SIZE
+        p[PC.VRANGE] = vrange
         # float words: each value rounded once from float64 to float32, by the same rule as before
         f = p.view(np.float32)
-        f[PC.CX:PC.CZ + 1] = center
         f[PC.R0:PC.R0 + 9] = rotation(yaw, pitch).reshape(-1)
-        f[PC.SCALE:PC.VSCALE + 1] = (scale, -scale, width / 2, height / 2, -radius,
-                                     DEPTH_MAX / (2 * radius), vlo, vscale)
+        f[PC.OX], f[PC.OY], f[PC.VLO], f[PC.VSCALE] = width / 2, height / 2, vlo, vscale
+        f[PC.FITK] = zoom * 0.45 * min(width, height)  # the scale at radius 1
+        if self.bounds is not None:
+            p[PC.FIXED] = 1
+            f[PC.FLO0:PC.FLO2 + 1] = self._fixed_box()[0]
+            f[PC.FHI0:PC.FHI2 + 1] = self._fixed_box()[1]
         p[PC.RECT_X], p[PC.RECT_Y] = rect_x, rect_y
         p[PC.BG] = _packed(tuple(self.background))
         p[PC.BASE], p[PC.DTYPE] = base, dtype
+        return p
+
+    def _fixed_box(self) -> np.ndarray:
+        """The fixed ``bounds`` as float32 (2, 3) (z 0 for a 2-D box)."""
+        box = np.zeros((2, 3), np.float32)
+        box[:, :min(3, self.bounds.shape[1])] = self.bounds[:, :3]
+        return box
+
+    def params_fitted(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
+                      dtype: int = 0) -> np.ndarray:
+        """:meth:`params` with the fit's words as ``pointcloud_fit`` writes them on the device
+        (the twin's; reads the positions)."""
+        p = self.params(width, height, rect_x, rect_y, base, dtype)
+        fixed = None if self.bounds is None else self._fixed_box()
+        box = device_box(self.positions) if fixed is None else None
+        for k, v in device_fit(box, fixed, np.uint32(p[PC.FITK]).view(F32)).items():
+            p[k] = v
+        if p[PC.VRANGE] != PC.VRANGE_HOST:
+            lo, _, vscale = device_value_range(device_value_keys(self._host_values()),
+                                               p[PC.VRANGE] == PC.VRANGE_SYMMETRIC)
+            p[PC.VLO], p[PC.VSCALE] = np.asarray([lo, vscale], F32).view(np.uint32)
         return p
 
     def _colors(self) -> np.ndarray:
@@ -288,39 +312,7 @@ class PointCloud(ViewBase):
             _exact.pack_rgba(c) for c in (NAN_COLOR, UNLABELLED, self.color)]
         return table
 
-    def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
-        """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
-        twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
-        :meth:`prepare` when the labels, values or value range change)."""
-        if self.labels is not None:
-            lab = self.labels[idx]
-            return np.where(lab == NO_LABEL, np.uint32(COLOR_UNLABELLED),
-                            np.uint32(PALETTE_BASE) + lab % np.uint32(len(self._palette))).astype(np.uint32)
-        if self.values is not None:
-            v = self.values[idx]
-            ok = _exact.classify(v) == _exact.FINITE
-            lo, scale = np.uint32(p[PC.VLO]).view(F32), np.uint32(p[PC.VSCALE]).view(F32)
-            li = _exact.lut_index(_exact.ftz(np.where(ok, v, F32(0))), lo, scale, 255)
-            return np.where(ok, li, np.uint32(COLOR_NAN)).astype(np.uint32)
-        return np.full(len(idx), COLOR_UNIFORM, np.uint32)
-
     # -- drawable protocol ----------------------------------------------------------------
-    def legend(self) -> list:
-        if self.labels is not None:
-            if self._classes is None or self._classes[0] is not self.labels:  # once per label set
-                self._classes = (self.labels, np.unique(self.labels[self.labels != NO_LABEL]))
-            classes = self._classes[1]
-            if not 0 < len(classes) <= 20:
-                return [(f"{len(classes)} classes", chrome.DIM)] if len(classes) else []
-            items = []
-            for c in classes:
-                items += [chrome.Swatch(int(self._palette[c % len(self._palette)])), (f"{c} ", chrome.DIM)]
-            return items
-        if self.values is not None:
-            lo, hi = resolve_range(self.values, self.value_range)
-            return chrome.range_legend(lo, hi, self._lut)
-        return []
-
     def per_point(self, n: int | None = None) -> bool:
         """True when the colour pass runs per point (``pointcloud_paint``) rather than per
         pixel (``pointcloud_resolve``): the points' footprints cover well under the panel's
@@ -342,33 +334,46 @@ class PointCloud(ViewBase):
             base, dtype = imported.offset, DTYPE_CODES[src.dtype]
         else:
             _, base, dtype = self._input("positions", src)
-        same = self.bounds is None  # whether the positions' bytes are known to be the last frame's
-        if not same:
-            fit = self.bounds.tobytes()
-        else:
-            # the fit is made again when the positions' bytes changed (_pointfit.unchanged, inline)
-            fit, snap, a = self._fit_cache, self._fit_of, src.array
-            if fit is None or (src.live and (snap is None or snap[0] != src.dtype or snap[1] != a.shape
-                                             or a.tobytes() != snap[2])):
-                fit, same = self._fit(check=False), False
+        # a live input may hold new bytes each frame (the host does not look: the fit is the
+        # device's); host data changes only through set_data, which marks the view dirty
+        same = not src.live
+        fit = None if self.bounds is None else self.bounds.tobytes()
         vr = self.value_range
-        ranged = None if self.values is None else (id(self.values), vr if isinstance(vr, str) else tuple(vr))
+        lsrc, vsrc = self.label_source, self.value_source
+        ranged = None if self.values is None and vsrc is None else (
+            id(self.values), id(vsrc), vr if isinstance(vr, str) else tuple(vr))
+        # further inputs read in place (no call when there are none: this runs every frame)
+        lplace = None if lsrc is None else self._place("labels", lsrc)
+        vplace = None if vsrc is None else self._place("values", vsrc)
         # an equal key means an equal block, colour indices and buffers
         key = (fit, src.array.shape, self._yaw, self._pitch, self.zoom, self.rect, base, dtype,
                id(self.labels), ranged, self.point_size_px, len(self._palette),
-               (tuple(self.background), tuple(self.color)), self.color_pass)
+               (tuple(self.background), tuple(self.color)), self.color_pass, lplace, vplace)
         self.unchanged = False
         if not self._dirty and key == self._params_of and "params" in self._buffers:
             self.unchanged = same and src.current  # the same bytes: the same counters (ViewBase.unchanged)
             return  # what the last frame uploaded and checked is this frame's too
         r = self.rect
         n = src.array.shape[0]
+        self._drawn_with = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
+        if lplace is not None:
+            p[PC.LBASE], p[PC.LDTYPE] = lplace
+        if vplace is not None:
+            p[PC.VBASE], p[PC.VDTYPE] = vplace
         self._upload("params", p)
         # the per-point colour indices: made again when the labels or values, the palette or
-        # the value range (VLO, VSCALE) change, never per frame
-        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]))
-        if self._dirty or colors_of != getattr(self, "_colors_of", None):
+        # the value range (VLO, VSCALE) change, never per frame; labels read in place: by the
+        # device, every frame (pointcloud_labels)
+        on_device = lsrc is not None or vsrc is not None
+        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]),
+                     on_device)
+        if on_device:
+            if colors_of != getattr(self, "_colors_of", None) and "point_colors" in self._buffers:
+                self._buffers.pop("point_colors").close()  # the host's table: the device writes its own
+            self._buffer("point_colors", 4 * max(1, n), host_visible=False)
+            self._colors_of = colors_of
+        elif self._dirty or colors_of != getattr(self, "_colors_of", None):
             uniform = self.labels is None and self.values is None
             cidx = np.zeros(1, np.uint32) if uniform else self.color_index(slice(None), p)
             self._upload("point_colors", cidx)
@@ -378,8 +383,10 @@ class PointCloud(ViewBase):
             self._upload("background", np.full(r.width, _exact.pack_rgba(self.background), np.uint32))
             self._dirty.clear()
         self._buffer("depth", r.width * r.height * 4, host_visible=False)
-        self._buffer("stats", 16)
-        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype)):
+        self._buffer("stats", 4 * PC.STATS_WORDS)
+        self._buffer("box", 4 * PC.BOX_WORDS, host_visible=False)
+        fixed = (self.bounds is not None, lsrc is not None, vsrc is not None, self.device_range)
+        if getattr(self, "_recorded", None) != (n, self.per_point(n), self._spec(dtype), fixed):
             self.stale = True
         self._params_of = key
 
@@ -387,8 +394,8 @@ class PointCloud(ViewBase):
         """The splat's and paint's specialisation constants (SPEC_DTYPE, SPEC_SIZE, SPEC_MODE,
         SPEC_DIM, declared with the POINTCLOUD block): the words DTYPE, SIZE, MODE and DIM,
         folded into the pipeline when it is made."""
-        mode = MODE_LABELS if self.labels is not None else (
-            MODE_VALUES if self.values is not None else MODE_UNIFORM)
+        mode = MODE_LABELS if self.labelled else (
+            MODE_VALUES if self.valued else MODE_UNIFORM)
         return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
     def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
@@ -414,21 +421,58 @@ class PointCloud(ViewBase):
         else:
             color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2).bind(
                 [b["params"], b["depth"], b["colors"]])
-        self._sets = [splat, color]
+        # the fit, on the device: the box of the finite points (unless fixed), then the words
+        # of the parameter block that the splat and paint read (pointcloud_fit binds the block
+        # as a storage buffer and writes them)
+        fixed = (self.bounds is not None, self.label_source is not None, self.value_source is not None,
+                 self.device_range)
+        box = self._pipeline("pointcloud_bounds", ["uniform", "buffer", "buffer"], spec).bind(
+            [b["params"], self._bound["positions"], b["box"]])
+        fit = pipeline(self.device, "pointcloud_fit", ["buffer"] * 3).bind([b["params"], b["box"], b["stats"]])
+        self._sets = [splat, color, box, fit]
+        # further inputs read in place: labels to colours; values' range, then values to colours
+        labels = vrange = vcolors = None
+        if fixed[1]:
+            labels = pipeline(self.device, "pointcloud_labels", ["uniform"] + ["buffer"] * 3).bind(
+                [b["params"], self._bound["labels"], b["point_colors"], b["stats"]])
+            self._sets.append(labels)
+        if fixed[2]:
+            vcolors = pipeline(self.device, "pointcloud_values_color", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], self._bound["values"], b["point_colors"]])
+            self._sets.append(vcolors)
+        if fixed[3]:
+            vrange = pipeline(self.device, "pointcloud_values", ["uniform"] + ["buffer"] * 2).bind(
+                [b["params"], self._bound["values"], b["box"]])
+            self._sets.append(vrange)
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)
+        rec.fill(b["box"], 0xFFFFFFFF)
         if per_point:
             r = self.rect
             rec.fill_rect(b["background"], self.target, r.x, r.y, r.width, r.height)
         rec.barrier()
         rec.mark("pointcloud clears")
+        if n and not fixed[0]:
+            rec.dispatch(box, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and labels is not None:
+            rec.dispatch(labels, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and vrange is not None:
+            rec.dispatch(vrange, *groups_1d(-(-n // BOX_PER_INVOCATION)))
+        if n and (labels is not None or vrange is not None or not fixed[0]):
+            rec.barrier()
+        rec.dispatch(fit, 1)
+        rec.barrier()
+        if n and vcolors is not None:  # by this frame's range, which the fit pass wrote
+            rec.dispatch(vcolors, *groups_1d(n))
+            rec.barrier()
+        rec.mark("pointcloud fit")
         if n:
             rec.dispatch(splat, *groups_1d(n))
         rec.mark("pointcloud splat")
         if per_point and n:
             rec.barrier()
             rec.dispatch(color, *groups_1d(n))
-        self._recorded = (n, per_point, spec)
+        self._recorded = (n, per_point, spec, fixed)
 
     def record(self, rec) -> None:
         """The per-pixel resolve pass, when it is the colour pass (it reads the keys and the
@@ -442,59 +486,11 @@ class PointCloud(ViewBase):
         self.stale = False
 
     def finish(self) -> None:
-        nonfinite, offscreen, bad_values, _ = self._stat_words(4)
+        nonfinite, offscreen, bad_values, *classes = self._stat_words(PC.STATS_WORDS)
+        if self.label_source is not None:
+            self._classes_seen = tuple(classes[:3])
+        if self.value_source is not None and isinstance(self.value_range, str):  # device_range, inline
+            self._vrange_seen = tuple(float(v) for v in np.asarray(classes[3:5], np.uint32).view(F32))
         n = self.source.array.shape[0]
         self.stats = {"points": n, "nonfinite": nonfinite, "offscreen": offscreen,
                       "nonfinite_values": bad_values, "drawn": n - nonfinite - offscreen}
-
-    # -- the numpy twin --------------------------------------------------------------------
-    def reference(self, width: int, height: int) -> np.ndarray:
-        """The exact RGBA pixels the GPU produces for a ``width x height`` panel."""
-        rgba, _ = self.reference_with_stats(width, height)
-        return rgba
-
-    def reference_with_stats(self, width: int, height: int):
-        p = self.params(width, height)  # before reading positions: a live fit reads them too
-
-        def f(k):
-            return np.uint32(p[k]).view(F32)
-
-        pos = self.positions
-        n, dim = pos.shape
-        x, y = pos[:, 0], pos[:, 1]
-        z = pos[:, 2] if dim == 3 else np.zeros(n, F32)
-        finite = ((_exact.classify(x) == 0) & (_exact.classify(y) == 0)
-                  & (_exact.classify(z) == 0))
-        stats = {"points": n, "nonfinite": int((~finite).sum()), "offscreen": 0,
-                 "nonfinite_values": 0, "drawn": 0}
-        if self.values is not None:
-            stats["nonfinite_values"] = int((finite & (_exact.classify(self.values) != 0)).sum())
-        idx = np.nonzero(finite)[0]
-        x, y, z = x[finite], y[finite], z[finite]
-        ftz = _exact.ftz
-        with np.errstate(all="ignore"):
-            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC.CX), (y, PC.CY), (z, PC.CZ)))
-            q = [ftz(ftz(ftz(f(PC.R0 + 3 * r) * dx) + ftz(f(PC.R0 + 3 * r + 1) * dy))
-                     + ftz(f(PC.R0 + 3 * r + 2) * dz)) for r in range(3)]
-            sx = ftz(ftz(q[0] * f(PC.SCALE)) + f(PC.OX))
-            sy = ftz(ftz(q[1] * f(PC.NSCALE)) + f(PC.OY))
-            m = F32(p[PC.MARGIN])
-            near = (sx >= -m) & (sx < F32(width) + m) & (sy >= -m) & (sy < F32(height) + m)
-            ix = np.floor(np.where(near, sx, 0)).astype(np.int64)
-            iy = np.floor(np.where(near, sy, 0)).astype(np.int64)
-        inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
-        stats["offscreen"] = int((~inside).sum())
-        stats["drawn"] = int(inside.sum())
-        level = _exact.lut_index(ftz(-q[2]), f(PC.ZMIN), f(PC.DSCALE), DEPTH_MAX)
-        key = (level << np.uint32(KEY_COLOR_BITS)) | self.color_index(idx, p)
-        key, ix, iy = key[near], ix[near], iy[near]
-        depth = np.full(width * height, EMPTY, np.uint32)
-        for dxo, dyo in self._foot:
-            px, py = ix + dxo, iy + dyo
-            ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
-            np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
-        colors = np.full(width * height, p[PC.BG], np.uint32)
-        hit = depth != EMPTY
-        won = depth[hit]
-        colors[hit] = _exact.shade_rgba(self._colors()[won & KEY_COLOR_MASK], key_shade(won))
-        return _exact.unpack_rgba(colors).reshape(height, width, 4), stats

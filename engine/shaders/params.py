@@ -168,6 +168,20 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
     ("VLO", "float"), ("VSCALE", "float"),
     "RECT_X", "RECT_Y", "BG", "BASE", "DTYPE",
+    # The fit (pointcloud_fit.comp) writes CX..CZ, SCALE, NSCALE, ZMIN and DSCALE above, on the
+    # device, in the frame, from the box of the finite points (pointcloud_bounds.comp) or from
+    # the fixed box FLO..FHI when FIXED is 1; FITK is the scale at radius 1 (zoom * 0.45 * the
+    # shorter panel side), from the host.
+    # Labels read in place (a tensor given as labels=): their byte offset and dtype code in the
+    # labels buffer; pointcloud_labels.comp turns them into point_colors[] in the frame.
+    "LBASE", "LDTYPE",
+    # Values read in place (a float tensor given as values=): their byte offset and dtype code,
+    # and how VLO/VSCALE are made: VRANGE_HOST (fixed, from the host), VRANGE_AUTO or
+    # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
+    # BOX_VNOT_MAX, which pointcloud_values.comp reduces; the codes are RANGE's MODE_*).
+    "VBASE", "VDTYPE", "VRANGE",
+    "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
+    ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
 ], constants={
     "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
     # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
@@ -177,6 +191,21 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
     "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
     "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
+    # labels read in place: which of the labels 0..63 occur (two bit words), and how many points
+    # have a label of 64 or more (the legend's classes, read back with the frame's counters)
+    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5",
+    # values read in place with a device range: the (lo, hi) the frame coloured by (float bits)
+    "ST_VLO": "6", "ST_VHI": "7", "STATS_WORDS": "8",
+    "CLASS_BITS": "64u",
+    # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
+    # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
+    # fall by atomicMin), one fill clearing them.
+    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_VMIN": "6", "BOX_VNOT_MAX": "7", "BOX_WORDS": "8",
+    "VRANGE_HOST": "0u", "VRANGE_AUTO": "1u", "VRANGE_SYMMETRIC": "2u",
+    # The radius when the box has none (one point, none finite, a box too small or too large):
+    # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
+    "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
+    "NEWTON_STEPS": "3u",
 }, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
     ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
 ])

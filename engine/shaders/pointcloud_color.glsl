@@ -11,7 +11,8 @@
 // color_index(i): point i's colour as an index into colors[]: its label's palette entry,
 // its value's colormap entry (or the NaN colour), or a fixed colour. The host makes the
 // per-point indices once per labels or values (PointCloud.color_index, the twin's own
-// rule) into point_colors[]; a uniform cloud reads nothing. Needs point_colors[].
+// rule) into point_colors[], or, for labels read in place, pointcloud_labels.comp does on the
+// device each frame; a uniform cloud reads nothing. Needs point_colors[].
 // key_color(key): the pixel colour of a winning key: the table colour darkened with
 // distance (integer shade from the depth level). Needs P() and colors[].
 // The splat, the per-point paint and the per-pixel resolve all use these.
