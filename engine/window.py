@@ -12,7 +12,9 @@ the frame). Input arrives as :class:`Event` records in :attr:`Window.events`;
 what they mean is the caller's business (``caliper_vk.live``).
 
 Event pumping must happen on the thread that created the window (macOS
-requires the main thread).
+requires the main thread: :func:`window_refusal` refuses a window elsewhere, before
+AppKit would abort the process). A minimised window (0x0 on Win32) is never
+waited for: :meth:`Window.recreate` returns False until it has an area again.
 
 A lost display (the X server gone) must not end the process that trains: Xlib's
 default fatal-I/O handler calls ``exit()``. On X11 the window installs handlers
@@ -24,8 +26,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,11 +52,61 @@ PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KH
                  vk.VK_PRESENT_MODE_FIFO_KHR)
 
 
-def display_available() -> bool:
-    """True when a window could be opened (an X11 or Wayland display is set)."""
-    if sys.platform in ("win32", "darwin"):
+def window_refusal(platform: str, main_thread: bool, gui_session: bool, env) -> str | None:
+    """Why no window can open here, or None when one can. A pure function of what it is given.
+
+    ``platform`` is ``sys.platform``; ``main_thread`` whether the caller runs on the process's main
+    thread; ``gui_session`` whether the process can reach a window server (macOS: a Quartz GUI
+    session, not a login over SSH); ``env`` the environment (``DISPLAY``, ``WAYLAND_DISPLAY``).
+
+    macOS is strict: AppKit aborts the whole process (SIGABRT, not an exception) when a window
+    is made or its events are pumped off the main thread, so a window is refused there before
+    GLFW is touched. Elsewhere GLFW accepts any one thread that keeps to itself.
+    """
+    if platform == "darwin":
+        if not gui_session:
+            return "no window server (a login over SSH, or no GUI session)"
+        if not main_thread:
+            return ("not on the main thread (macOS opens windows and pumps their events only there; "
+                    "AppKit would abort the process)")
+        return None
+    if platform == "win32":
+        return None
+    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        return "no display (DISPLAY and WAYLAND_DISPLAY are unset)"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _macos_gui_session() -> bool:
+    """Whether this process is in a Quartz GUI session: ``CGSessionCopyCurrentDictionary`` is
+    documented to return NULL when the caller is not in one (a login over SSH) or the window
+    server is disabled. True when CoreGraphics cannot be asked (GLFW then says what failed)."""
+    try:
+        cg = ctypes.CDLL(ctypes.util.find_library("CoreGraphics")
+                         or "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics")
+        cf = ctypes.CDLL(ctypes.util.find_library("CoreFoundation")
+                         or "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation")
+        cg.CGSessionCopyCurrentDictionary.restype = ctypes.c_void_p
+        cf.CFRelease.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
         return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    session = cg.CGSessionCopyCurrentDictionary()
+    if not session:
+        return False
+    cf.CFRelease(session)
+    return True
+
+
+def why_no_window() -> str | None:
+    """Why a window cannot open in this process and on this thread, or None (see :func:`window_refusal`)."""
+    return window_refusal(sys.platform, threading.current_thread() is threading.main_thread(),
+                          _macos_gui_session() if sys.platform == "darwin" else True, os.environ)
+
+
+def display_available() -> bool:
+    """True when a window could be opened here, on this thread (:func:`why_no_window` says why not)."""
+    return why_no_window() is None
 
 
 @dataclass
@@ -176,6 +230,9 @@ class Window:
     """
 
     def __init__(self, size, title: str = "Caliper", device: Device | None = None):
+        refused = why_no_window()
+        if refused is not None:  # before GLFW: on macOS a window off the main thread aborts the process
+            raise NoDeviceError(f"cannot open a window: {refused}; use an offscreen session (window=False)")
         glfw = _glfw()
         share_with_glfw(glfw)  # one loader for the window and the engine (before glfw.init)
         if not glfw.init():
@@ -293,17 +350,33 @@ class Window:
         self._recorders, self._sets = [], []
         self._acquired = None
 
-    def recreate(self) -> None:
-        """Rebuild the swapchain after a resize (the caller re-lays out its canvas)."""
-        while self.alive:
-            w, h = _glfw().get_framebuffer_size(self.handle)
-            if w and h:
-                break
+    def minimised(self) -> bool:
+        """True while the window has no area to draw into: minimised (GLFW's Win32 backend reports
+        a 0x0 framebuffer then; Cocoa and Wayland may too) or sized to nothing. X11 never does."""
+        w, h = _glfw().get_framebuffer_size(self.handle)
+        return w == 0 or h == 0
+
+    def recreate(self, wait: bool = False) -> bool:
+        """Rebuild the swapchain after a resize (the caller re-lays out its canvas); True when done.
+
+        While the window is :meth:`minimised` there is nothing to build: by default this returns
+        False at once and :attr:`resized` stays set, so the caller skips its frame and tries again
+        at a later one (the training thread never waits for a window to come back). ``wait=True``
+        is for a loop that does nothing but draw (the dashboard): it sleeps in GLFW's event wait
+        until the window has an area again.
+        """
+        while self.alive and self.minimised():
+            if not wait:
+                return False
             _glfw().wait_events()  # minimised: nothing to draw into
+            self._check_alive()
+        if not self.alive:
+            return False
         self._teardown()
         self._setup()
         if self.canvas is not None:
             self.bind_canvas(self.canvas)
+        return True
 
     def bind_canvas(self, canvas) -> None:
         """Record the per-image presentation commands for ``canvas``.
@@ -350,18 +423,23 @@ class Window:
         if self._acquired is not None:
             return True
         sem = self._acquire_sems[self._next_sem]
+        index = ffi.new("uint32_t *")
         try:
-            index = self._acquire(self.device.handle, self.swapchain, 0, sem.handle, None)
+            self._acquire(self.device.handle, self.swapchain, 0, sem.handle, None, index)
+        except vk.VkSuboptimalKhr:
+            # acquired all the same (MoltenVK says so on every resize): the image is drawn and
+            # presented, its semaphore is waited on, and the swapchain is rebuilt after the present
+            self.resized = True
         except (vk.VkNotReady, vk.VkTimeout):
             return False
-        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
+        except vk.VkErrorOutOfDateKhr:
             self.resized = True
             return False
         except vk.VkErrorSurfaceLostKhr:
             self._lose()
             return False
         self._next_sem = (self._next_sem + 1) % len(self._acquire_sems)
-        self._acquired = index
+        self._acquired = index[0]
         self._acquired_sem = sem
         return True
 
@@ -447,12 +525,15 @@ class Window:
         glfw = _glfw()
         if self._display not in _lost_displays:
             glfw.poll_events()
-        if self._display in _lost_displays:
-            self._lose()
-        elif glfw.window_should_close(self.handle):
-            self.alive = False
+        self._check_alive()
         events, self.events = self.events, []
         return events
+
+    def _check_alive(self) -> None:
+        if self._display in _lost_displays:
+            self._lose()
+        elif _glfw().window_should_close(self.handle):
+            self.alive = False
 
     def set_title(self, title: str) -> None:
         _glfw().set_window_title(self.handle, title)

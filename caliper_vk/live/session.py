@@ -30,7 +30,7 @@ import numpy as np
 from .. import exporters
 from ..chrome import StatusBar
 from ..engine import Canvas, cpu_raster_threads, default_device
-from ..engine.window import display_available  # re-exported by caliper_vk.live
+from ..engine.window import display_available, why_no_window  # the first re-exported by caliper_vk.live
 from ..views import make_view
 from . import input as window_input
 from .attach import attach_panel, build
@@ -127,7 +127,12 @@ class Session(Rewind):
         self.title = title
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.window = None
-        want_window = display_available() if window is None else bool(window)
+        # why a window is not opened when none was asked for (no display, no window server,
+        # not the main thread on macOS): the session renders offscreen and says so
+        self.window_refused = why_no_window() if window is None else None
+        if self.window_refused:
+            logger.info(f"no window ({self.window_refused}); rendering offscreen")
+        want_window = not self.window_refused if window is None else bool(window)
         if want_window:
             from ..engine.window import Window
 
@@ -301,6 +306,8 @@ class Session(Rewind):
                 self._window_closed()
                 return False
             if self.window.resized:
+                if self.window.minimised():
+                    return self._minimised()
                 self._wait_idle()
                 self.window.recreate()
                 self._layout()
@@ -391,6 +398,15 @@ class Session(Rewind):
         self._plan = make_plan(self)  # the next frames, planned from this one
         return True
 
+    def _minimised(self) -> bool:
+        """A step while the window has no area (minimised on Windows, sized to nothing): the
+        frame is skipped at once, a finished frame collected without waiting, and the swapchain
+        rebuilt at the first step after the window has a size again. Never waits for the window."""
+        if self._inflight and self.canvas.done():
+            self._collect()
+        self.skipped += 1
+        return False
+
     def due(self, step: int | None = None) -> bool:
         """Whether ``step(step)`` would draw a frame now. A loop can skip computing what it
         only draws (a probe forward, a projection) when it would not be drawn:
@@ -415,7 +431,8 @@ class Session(Rewind):
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
             return False
-        if self.window is not None and (not self.window.alive or self._window_gone):
+        if self.window is not None and (not self.window.alive or self._window_gone
+                                        or (self.window.resized and self.window.minimised())):
             return False
         if self.pacing.save_due(step):
             return self.budget.due(forced=True)  # its probe still counts as Caliper's time
