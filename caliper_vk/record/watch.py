@@ -33,9 +33,14 @@ import os
 import time
 
 from .._arrays import to_host
+from .._log import logger
 from .recorder import Recorder
 
 EPS = 1e-12
+
+
+RSS_MISSING = ("this platform has no /proc/self/statm and psutil is not installed "
+               "(pip install 'caliper-vk[memory]')")
 
 
 def _rss_bytes() -> float | None:
@@ -195,8 +200,11 @@ class Watcher:
         recorder.define("time/compute_ms", unit="ms", description="training forward start to the end of "
                         "optimizer.step() (forward, backward, clipping, update; host time)")
         if memory:
+            missing = None if _rss_bytes() is not None else RSS_MISSING
             recorder.define("memory/rss_bytes", unit="bytes", description="process resident set (RAM), not "
-                            "device memory")
+                            "device memory" + (f"; not measured in this run: {missing}" if missing else ""))
+            if missing:  # said once, and in the metric's definition: a missing curve is not a silent one
+                logger.warning(f"memory/rss_bytes is not recorded: {missing}")
         if histograms_every:
             self.histograms()
 
