@@ -12,24 +12,18 @@ the frame). Input arrives as :class:`Event` records in :attr:`Window.events`;
 what they mean is the caller's business (``caliper_vk.live``).
 
 Event pumping must happen on the thread that created the window (macOS
-requires the main thread: :func:`window_refusal` refuses a window elsewhere, before
-AppKit would abort the process). A minimised window (0x0 on Win32) is never
+requires the main thread: :func:`.display.window_refusal` refuses a window elsewhere,
+before AppKit would abort the process). A minimised window (0x0 on Win32) is never
 waited for: :meth:`Window.recreate` returns False until it has an area again.
 
 A lost display (the X server gone) must not end the process that trains: Xlib's
 default fatal-I/O handler calls ``exit()``. On X11 the window installs handlers
-that mark the display lost instead; the window then reports ``alive == False``
+(:mod:`.display`) that mark the display lost instead; the window then reports ``alive == False``
 and ``lost == True`` and draws no more.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
-import os
-import sys
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +36,9 @@ from .compute import ComputePipeline
 from .device import Device
 from .image import StorageImage, subresource_range
 from .instance import Instance, NoDeviceError
+from .display import _lost_displays, _survive_display_loss, _watched_displays, why_no_window
+from .display import display_available as display_available  # the public name, where it always was
+from .display import window_refusal as window_refusal
 from .loader import share_with_glfw
 from .memory import Buffer
 
@@ -50,63 +47,6 @@ PREFERRED_FORMATS = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_R8G8B8A8_UNORM,
 BGRA = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_B8G8R8A8_SRGB)
 PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
                  vk.VK_PRESENT_MODE_FIFO_KHR)
-
-
-def window_refusal(platform: str, main_thread: bool, gui_session: bool, env) -> str | None:
-    """Why no window can open here, or None when one can. A pure function of what it is given.
-
-    ``platform`` is ``sys.platform``; ``main_thread`` whether the caller runs on the process's main
-    thread; ``gui_session`` whether the process can reach a window server (macOS: a Quartz GUI
-    session, not a login over SSH); ``env`` the environment (``DISPLAY``, ``WAYLAND_DISPLAY``).
-
-    macOS is strict: AppKit aborts the whole process (SIGABRT, not an exception) when a window
-    is made or its events are pumped off the main thread, so a window is refused there before
-    GLFW is touched. Elsewhere GLFW accepts any one thread that keeps to itself.
-    """
-    if platform == "darwin":
-        if not gui_session:
-            return "no window server (a login over SSH, or no GUI session)"
-        if not main_thread:
-            return ("not on the main thread (macOS opens windows and pumps their events only there; "
-                    "AppKit would abort the process)")
-        return None
-    if platform == "win32":
-        return None
-    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
-        return "no display (DISPLAY and WAYLAND_DISPLAY are unset)"
-    return None
-
-
-@functools.lru_cache(maxsize=1)
-def _macos_gui_session() -> bool:
-    """Whether this process is in a Quartz GUI session: ``CGSessionCopyCurrentDictionary`` is
-    documented to return NULL when the caller is not in one (a login over SSH) or the window
-    server is disabled. True when CoreGraphics cannot be asked (GLFW then says what failed)."""
-    try:
-        cg = ctypes.CDLL(ctypes.util.find_library("CoreGraphics")
-                         or "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics")
-        cf = ctypes.CDLL(ctypes.util.find_library("CoreFoundation")
-                         or "/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation")
-        cg.CGSessionCopyCurrentDictionary.restype = ctypes.c_void_p
-        cf.CFRelease.argtypes = [ctypes.c_void_p]
-    except (OSError, AttributeError):
-        return True
-    session = cg.CGSessionCopyCurrentDictionary()
-    if not session:
-        return False
-    cf.CFRelease(session)
-    return True
-
-
-def why_no_window() -> str | None:
-    """Why a window cannot open in this process and on this thread, or None (see :func:`window_refusal`)."""
-    return window_refusal(sys.platform, threading.current_thread() is threading.main_thread(),
-                          _macos_gui_session() if sys.platform == "darwin" else True, os.environ)
-
-
-def display_available() -> bool:
-    """True when a window could be opened here, on this thread (:func:`why_no_window` says why not)."""
-    return why_no_window() is None
 
 
 @dataclass
@@ -162,60 +102,6 @@ def _glfw():
 # Open windows in this process. GLFW is terminated when the last one closes, so that the
 # next window connects to the display named then (DISPLAY may have changed, e.g. under Xvfb).
 _open_windows = 0
-
-# X11 connections (Display* addresses) of GLFW that this module watches, and those lost.
-_watched_displays: set[int] = set()
-_lost_displays: set[int] = set()
-_x11: dict = {}
-_IO_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_IO_EXIT_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
-
-def _on_io_error(display):
-    if display in _watched_displays:
-        _lost_displays.add(display)
-        return 0  # then the exit handler below, which returns: the process lives on
-    previous = _x11.get("previous")
-    return previous(display) if previous else 0  # other connections: Xlib's usual (exit)
-
-
-def _on_io_exit(display, data):
-    _lost_displays.add(display)
-
-
-def _survive_display_loss(glfw) -> int | None:
-    """Make a broken connection to GLFW's X server mark the display lost instead of ending
-    the process (needs libX11 >= 1.7 for ``XSetIOErrorExitHandler``). Returns the watched
-    ``Display*`` address, or None (not X11, or an older libX11: Xlib's behaviour stays)."""
-    try:
-        if glfw.get_platform() != glfw.PLATFORM_X11:
-            return None
-        display = ctypes.cast(glfw.get_x11_display(), ctypes.c_void_p).value
-    except Exception:  # an older GLFW or pyGLFW, or a GLFW without X11
-        return None
-    if not display:
-        return None
-    if "lib" not in _x11:
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
-            lib.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p, _IO_EXIT_HANDLER, ctypes.c_void_p]
-            lib.XSetIOErrorHandler.argtypes = [_IO_HANDLER]
-            lib.XSetIOErrorHandler.restype = ctypes.c_void_p
-        except (OSError, AttributeError):
-            lib = None
-        _x11["lib"] = lib
-        if lib is not None:
-            _x11["io"], _x11["exit"] = _IO_HANDLER(_on_io_error), _IO_EXIT_HANDLER(_on_io_exit)
-            previous = lib.XSetIOErrorHandler(_x11["io"])
-            _x11["previous"] = _IO_HANDLER(previous) if previous else None
-    lib = _x11["lib"]
-    if lib is None:
-        return None
-    if display not in _watched_displays:
-        lib.XSetIOErrorExitHandler(display, _x11["exit"], None)
-        _watched_displays.add(display)
-    return display
-
 
 class Window:
     """A window showing one canvas. States: open → closed (by the user or ``close``).

@@ -11,6 +11,7 @@ import types
 import pytest
 
 import caliper_vk as cv
+from caliper_vk.engine import display
 from caliper_vk.engine import window as win
 from caliper_vk.engine.instance import NoDeviceError
 from caliper_vk.engine.window import window_refusal
@@ -31,8 +32,8 @@ def mac(monkeypatch):
     """This process as a Mac sees it; GLFW must not be reached when a window is refused."""
     import glfw
 
-    monkeypatch.setattr(win, "sys", types.SimpleNamespace(platform="darwin"))
-    monkeypatch.setattr(win, "_macos_gui_session", lambda: True)
+    monkeypatch.setattr(display, "sys", types.SimpleNamespace(platform="darwin"))
+    monkeypatch.setattr(display, "_macos_gui_session", lambda: True)
 
     def aborts(*args):
         raise AssertionError("GLFW was initialised where AppKit would abort the process")
@@ -77,6 +78,6 @@ def test_a_window_asked_for_off_the_main_thread_is_refused_not_aborted(mac):
 
 
 def test_over_ssh_with_no_window_server_the_session_renders_offscreen(mac):
-    mac.setattr(win, "_macos_gui_session", lambda: False)
+    mac.setattr(display, "_macos_gui_session", lambda: False)
     with cv.Session(size=(64, 48), budget=None, history=None) as s:
         assert s.window is None and "no window server" in s.window_refused
