@@ -46,17 +46,17 @@ def session() -> Session:
         current = innermost()
         if current is not None:
             return current
-        from .live import display_available
+        from .engine.window import why_no_window
         from .live.sinks.notebook import in_notebook, rfb_available
 
         if in_notebook() and rfb_available():
             _session = Session()  # the live widget under the cell
-        elif display_available():
+        elif (refused := why_no_window()) is None:
             _session = Session(window=True)
         else:
             out = new_frames_dir()
             _session = Session(window=False, out_dir=out, save_every=10)
-            logger.info(f"no display; writing a frame every 10 steps to {out}/")
+            logger.info(f"no window ({refused}); writing a frame every 10 steps to {out}/")
         atexit.register(_session.close)
         return _session
 

@@ -247,7 +247,7 @@ def cmd_demo(args) -> int:
 
 def cmd_view(args) -> int:
     from .dashboard.app import Dashboard, open_runs
-    from .live import display_available
+    from .engine.window import why_no_window
 
     paths = args.runs
     shown = args.show
@@ -270,14 +270,15 @@ def cmd_view(args) -> int:
                    shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables)
     if args.web:
         return _serve_view(runs, options, args)
-    if args.png or not display_available():
+    refused = None if args.png else why_no_window()  # macOS: also off the main thread or over SSH
+    if args.png or refused:
         out = args.png or "out/dashboard.png"
         dash = Dashboard(runs, size=_size(args.size), **options)
         try:
             path = dash.save_png(out)
         finally:
             dash.close()
-        why = "" if args.png else " (no display: rendered offscreen)"
+        why = "" if args.png else f" (no window: {refused}; rendered offscreen)"
         print(f"caliper: dashboard of {len(runs)} run(s) written to {path}{why}")
         return 0
     from .engine.window import Window

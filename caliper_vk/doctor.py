@@ -147,6 +147,83 @@ def capabilities(info) -> list[Capability]:
     return caps
 
 
+MIN_VULKAN = (1, 2)  # timeline semaphores and the device features the engine asks for are core there
+MIN_MACOS_MPS = (12, 3)  # the first macOS with PyTorch's MPS backend
+MIN_MOLTENVK = (1, 2, 0)  # VK_EXT_metal_objects, the Metal interop path
+
+
+def _parse(version: str) -> tuple[int, ...]:
+    parts = []
+    for p in version.split("."):
+        digits = "".join(c for c in p if c.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _dotted(version) -> str:
+    return ".".join(map(str, version))
+
+
+def version_checks(system: str, loader: int | None, device_name: str, device_api: int,
+                   mac_release: str = "", moltenvk: tuple[int, int, int] | None = None,
+                   heap: str | None = None) -> list[Capability]:
+    """The versions Caliper needs, against those seen here (a pure function; docs/platforms.md).
+
+    ``loader`` is ``vkEnumerateInstanceVersion()`` (None: a Vulkan 1.0 loader, which lacks it);
+    ``device_api`` the chosen device's ``apiVersion``; ``mac_release`` ``platform.mac_ver()[0]``;
+    ``moltenvk`` MoltenVK's version read from the device's driver version (None: not MoltenVK);
+    ``heap`` the MTLHeap hazard of MoltenVK 1.3.0-1.4.1 (:func:`caliper_vk.exporters.mps.heap_hazard`).
+    """
+    need = _dotted(MIN_VULKAN)
+    loader_v = (1, 0, 0) if loader is None else (loader >> 22, (loader >> 12) & 0x3FF, loader & 0xFFF)
+    caps = [Capability("Vulkan loader", loader_v[:2] >= MIN_VULKAN,
+                       f"{_dotted(loader_v)}" + ("" if loader_v[:2] >= MIN_VULKAN else
+                                                 f" is too old: Caliper needs >= {need}; update the "
+                                                 "Vulkan runtime (docs/platforms.md, Install)"))]
+    api = (device_api >> 22, (device_api >> 12) & 0x3FF, device_api & 0xFFF)
+    caps.append(Capability("Vulkan driver", api[:2] >= MIN_VULKAN,
+                           f"{device_name} speaks Vulkan {_dotted(api)}" + (
+                               "" if api[:2] >= MIN_VULKAN else
+                               f", too old: Caliper needs >= {need}; update the GPU driver")))
+    if system != "Darwin":
+        return caps
+    mac = _parse(mac_release)
+    if not mac:
+        caps.append(Capability("macOS", False, "version unknown (platform.mac_ver() gave nothing)"))
+    else:
+        ok = mac >= MIN_MACOS_MPS
+        caps.append(Capability("macOS", ok, f"{mac_release}" + (
+            " (MPS tensors: yes)" if ok else
+            f" is too old for MPS tensors (torch needs >= {_dotted(MIN_MACOS_MPS)}); "
+            "CPU tensors still draw")))
+    if moltenvk is None:
+        caps.append(Capability("MoltenVK", False, f"{device_name} is not driven by MoltenVK: the Metal "
+                               f"path needs MoltenVK >= {_dotted(MIN_MOLTENVK)}"))
+    elif moltenvk < MIN_MOLTENVK:
+        caps.append(Capability("MoltenVK", False, f"{_dotted(moltenvk)} is too old: the Metal path needs "
+                               f">= {_dotted(MIN_MOLTENVK)} (VK_EXT_metal_objects); update the Vulkan SDK "
+                               "or Homebrew's molten-vk"))
+    elif heap:
+        caps.append(Capability("MoltenVK", False, heap))
+    else:
+        caps.append(Capability("MoltenVK", True, _dotted(moltenvk)))
+    return caps
+
+
+def _versions(chosen) -> list[Capability]:
+    from .engine._vk import vk
+    from .exporters.mps import heap_hazard, moltenvk_version
+
+    try:
+        loader = int(vk.vkEnumerateInstanceVersion())
+    except Exception:  # a 1.0 loader has no vkEnumerateInstanceVersion
+        loader = None
+    return version_checks(platform.system(), loader, chosen.name, chosen.api_version_int,
+                          platform.mac_ver()[0], moltenvk_version(chosen), heap_hazard(chosen))
+
+
 def profile_lines(profile, info) -> list[str]:
     """The device profile in force and what it changes on ``info``."""
     if profile is None:
@@ -190,6 +267,9 @@ def report() -> str:
         lines.append(f"  device UUID {chosen.device_uuid.hex()}, "
                      f"maxStorageBufferRange {chosen.max_storage_buffer_range} B")
         lines.append(f"  {held_memory()}")
+        lines.append("Versions (minimums: docs/platforms.md):")
+        for cap in _versions(chosen):
+            lines.append(f"  [{'yes' if cap.ok else ' no'}] {cap.name}: {cap.detail}")
         lines += profile_lines(inst.profile, chosen)
         lines.append("Transfer paths and features:")
         for cap in capabilities(chosen):

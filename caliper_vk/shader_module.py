@@ -154,7 +154,7 @@ class ShaderModule:
         """The module in file ``path``; diagnostics name the path as given."""
         p = Path(path)
         try:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8")  # GLSL is UTF-8 whatever the locale (Windows: cp1252)
         except FileNotFoundError:
             raise FileNotFoundError(f"shader module {str(path)!r} does not exist "
                                     f"(looked in {p.resolve().parent})") from None
@@ -261,7 +261,7 @@ def input_functions(name: str) -> tuple[str, ...]:
 
 # -- composition ----------------------------------------------------------------------------------
 def _block(name: str) -> str:
-    return (SHADER_DIR / name).read_text()
+    return (SHADER_DIR / name).read_text(encoding="utf-8")
 
 
 # The block every custom panel's parameters start with, then each input's fields, then the

@@ -12,20 +12,18 @@ the frame). Input arrives as :class:`Event` records in :attr:`Window.events`;
 what they mean is the caller's business (``caliper_vk.live``).
 
 Event pumping must happen on the thread that created the window (macOS
-requires the main thread).
+requires the main thread: :func:`.display.window_refusal` refuses a window elsewhere,
+before AppKit would abort the process). A minimised window (0x0 on Win32) is never
+waited for: :meth:`Window.recreate` returns False until it has an area again.
 
 A lost display (the X server gone) must not end the process that trains: Xlib's
 default fatal-I/O handler calls ``exit()``. On X11 the window installs handlers
-that mark the display lost instead; the window then reports ``alive == False``
+(:mod:`.display`) that mark the display lost instead; the window then reports ``alive == False``
 and ``lost == True`` and draws no more.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import os
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +36,9 @@ from .compute import ComputePipeline
 from .device import Device
 from .image import StorageImage, subresource_range
 from .instance import Instance, NoDeviceError
+from .display import _lost_displays, _survive_display_loss, _watched_displays, why_no_window
+from .display import display_available as display_available  # the public name, where it always was
+from .display import window_refusal as window_refusal
 from .loader import share_with_glfw
 from .memory import Buffer
 
@@ -46,13 +47,6 @@ PREFERRED_FORMATS = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_R8G8B8A8_UNORM,
 BGRA = (vk.VK_FORMAT_B8G8R8A8_UNORM, vk.VK_FORMAT_B8G8R8A8_SRGB)
 PRESENT_MODES = (vk.VK_PRESENT_MODE_MAILBOX_KHR, vk.VK_PRESENT_MODE_IMMEDIATE_KHR,
                  vk.VK_PRESENT_MODE_FIFO_KHR)
-
-
-def display_available() -> bool:
-    """True when a window could be opened (an X11 or Wayland display is set)."""
-    if sys.platform in ("win32", "darwin"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 @dataclass
@@ -109,60 +103,6 @@ def _glfw():
 # next window connects to the display named then (DISPLAY may have changed, e.g. under Xvfb).
 _open_windows = 0
 
-# X11 connections (Display* addresses) of GLFW that this module watches, and those lost.
-_watched_displays: set[int] = set()
-_lost_displays: set[int] = set()
-_x11: dict = {}
-_IO_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-_IO_EXIT_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
-
-def _on_io_error(display):
-    if display in _watched_displays:
-        _lost_displays.add(display)
-        return 0  # then the exit handler below, which returns: the process lives on
-    previous = _x11.get("previous")
-    return previous(display) if previous else 0  # other connections: Xlib's usual (exit)
-
-
-def _on_io_exit(display, data):
-    _lost_displays.add(display)
-
-
-def _survive_display_loss(glfw) -> int | None:
-    """Make a broken connection to GLFW's X server mark the display lost instead of ending
-    the process (needs libX11 >= 1.7 for ``XSetIOErrorExitHandler``). Returns the watched
-    ``Display*`` address, or None (not X11, or an older libX11: Xlib's behaviour stays)."""
-    try:
-        if glfw.get_platform() != glfw.PLATFORM_X11:
-            return None
-        display = ctypes.cast(glfw.get_x11_display(), ctypes.c_void_p).value
-    except Exception:  # an older GLFW or pyGLFW, or a GLFW without X11
-        return None
-    if not display:
-        return None
-    if "lib" not in _x11:
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
-            lib.XSetIOErrorExitHandler.argtypes = [ctypes.c_void_p, _IO_EXIT_HANDLER, ctypes.c_void_p]
-            lib.XSetIOErrorHandler.argtypes = [_IO_HANDLER]
-            lib.XSetIOErrorHandler.restype = ctypes.c_void_p
-        except (OSError, AttributeError):
-            lib = None
-        _x11["lib"] = lib
-        if lib is not None:
-            _x11["io"], _x11["exit"] = _IO_HANDLER(_on_io_error), _IO_EXIT_HANDLER(_on_io_exit)
-            previous = lib.XSetIOErrorHandler(_x11["io"])
-            _x11["previous"] = _IO_HANDLER(previous) if previous else None
-    lib = _x11["lib"]
-    if lib is None:
-        return None
-    if display not in _watched_displays:
-        lib.XSetIOErrorExitHandler(display, _x11["exit"], None)
-        _watched_displays.add(display)
-    return display
-
-
 class Window:
     """A window showing one canvas. States: open → closed (by the user or ``close``).
 
@@ -176,6 +116,9 @@ class Window:
     """
 
     def __init__(self, size, title: str = "Caliper", device: Device | None = None):
+        refused = why_no_window()
+        if refused is not None:  # before GLFW: on macOS a window off the main thread aborts the process
+            raise NoDeviceError(f"cannot open a window: {refused}; use an offscreen session (window=False)")
         glfw = _glfw()
         share_with_glfw(glfw)  # one loader for the window and the engine (before glfw.init)
         if not glfw.init():
@@ -293,17 +236,33 @@ class Window:
         self._recorders, self._sets = [], []
         self._acquired = None
 
-    def recreate(self) -> None:
-        """Rebuild the swapchain after a resize (the caller re-lays out its canvas)."""
-        while self.alive:
-            w, h = _glfw().get_framebuffer_size(self.handle)
-            if w and h:
-                break
+    def minimised(self) -> bool:
+        """True while the window has no area to draw into: minimised (GLFW's Win32 backend reports
+        a 0x0 framebuffer then; Cocoa and Wayland may too) or sized to nothing. X11 never does."""
+        w, h = _glfw().get_framebuffer_size(self.handle)
+        return w == 0 or h == 0
+
+    def recreate(self, wait: bool = False) -> bool:
+        """Rebuild the swapchain after a resize (the caller re-lays out its canvas); True when done.
+
+        While the window is :meth:`minimised` there is nothing to build: by default this returns
+        False at once and :attr:`resized` stays set, so the caller skips its frame and tries again
+        at a later one (the training thread never waits for a window to come back). ``wait=True``
+        is for a loop that does nothing but draw (the dashboard): it sleeps in GLFW's event wait
+        until the window has an area again.
+        """
+        while self.alive and self.minimised():
+            if not wait:
+                return False
             _glfw().wait_events()  # minimised: nothing to draw into
+            self._check_alive()
+        if not self.alive:
+            return False
         self._teardown()
         self._setup()
         if self.canvas is not None:
             self.bind_canvas(self.canvas)
+        return True
 
     def bind_canvas(self, canvas) -> None:
         """Record the per-image presentation commands for ``canvas``.
@@ -350,18 +309,23 @@ class Window:
         if self._acquired is not None:
             return True
         sem = self._acquire_sems[self._next_sem]
+        index = ffi.new("uint32_t *")
         try:
-            index = self._acquire(self.device.handle, self.swapchain, 0, sem.handle, None)
+            self._acquire(self.device.handle, self.swapchain, 0, sem.handle, None, index)
+        except vk.VkSuboptimalKhr:
+            # acquired all the same (MoltenVK says so on every resize): the image is drawn and
+            # presented, its semaphore is waited on, and the swapchain is rebuilt after the present
+            self.resized = True
         except (vk.VkNotReady, vk.VkTimeout):
             return False
-        except (vk.VkErrorOutOfDateKhr, vk.VkSuboptimalKhr):
+        except vk.VkErrorOutOfDateKhr:
             self.resized = True
             return False
         except vk.VkErrorSurfaceLostKhr:
             self._lose()
             return False
         self._next_sem = (self._next_sem + 1) % len(self._acquire_sems)
-        self._acquired = index
+        self._acquired = index[0]
         self._acquired_sem = sem
         return True
 
@@ -447,12 +411,15 @@ class Window:
         glfw = _glfw()
         if self._display not in _lost_displays:
             glfw.poll_events()
-        if self._display in _lost_displays:
-            self._lose()
-        elif glfw.window_should_close(self.handle):
-            self.alive = False
+        self._check_alive()
         events, self.events = self.events, []
         return events
+
+    def _check_alive(self) -> None:
+        if self._display in _lost_displays:
+            self._lose()
+        elif _glfw().window_should_close(self.handle):
+            self.alive = False
 
     def set_title(self, title: str) -> None:
         _glfw().set_window_title(self.handle, title)

@@ -67,7 +67,8 @@ def main(out: Path, steps: int, kill_rank: int, kill_step: int, lockstep_until: 
         pts.copy_(torch.from_numpy(cloud(rank, step)))
         att.copy_(torch.from_numpy(heat(rank, step)))
         if rank == kill_rank and step == kill_step:
-            os.kill(os.getpid(), signal.SIGKILL)
+            # an abrupt death: SIGKILL where it exists; Windows has none (SIGTERM is TerminateProcess there)
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
         if rank == stall[0] and step == stall[1]:
             time.sleep(stall[2])
         if caliper_vk.step(step) and rank == 0:

@@ -36,15 +36,14 @@ from checked_cuda import (
     stand_in,
 )
 from cuda.bindings import driver as real
+from handles import CAN_COUNT, NO_COUNT, open_handles
 from images import assert_same_image
 
 pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
 
-HAS_PROC_FD = os.path.isdir("/proc/self/fd")
-
-
 def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd")) if HAS_PROC_FD else 0
+    """File descriptors (Linux, macOS) or NT handles (Windows) open in this process."""
+    return open_handles()
 
 
 @pytest.fixture
@@ -293,7 +292,7 @@ def test_a_tensor_on_another_gpu_is_refused_with_the_fix(fd_device, monkeypatch)
 
 # -- defect 7: error paths ---------------------------------------------------------------------
 
-@pytest.mark.skipif(not HAS_PROC_FD, reason="n/a on this platform: counts fds through /proc/self/fd (Linux)")
+@pytest.mark.skipif(not CAN_COUNT, reason=NO_COUNT)
 @pytest.mark.parametrize("where", ["memory", "semaphore"])
 def test_no_fd_leaks_when_cuCtxPushCurrent_fails(fd_device, monkeypatch, where):
     d = install(monkeypatch, CheckedDriver(fd_device), fd_device)
@@ -320,7 +319,7 @@ def test_a_failing_context_push_stages_the_tensor_with_the_reason(drv):
         assert "cuCtxPushCurrent failed" in s.status().line()
 
 
-@pytest.mark.skipif(not HAS_PROC_FD, reason="n/a on this platform: counts fds through /proc/self/fd (Linux)")
+@pytest.mark.skipif(not CAN_COUNT, reason=NO_COUNT)
 @pytest.mark.parametrize("where", ["vkCreateBuffer", "vkGetSemaphoreFdKHR", "vkCreateBuffer on import"])
 def test_a_vulkan_refusal_falls_back_to_staging_with_the_reason(fd_device, monkeypatch, where, artifacts):
     """The VkError is injected at the engine's Vulkan call; attach must stage, not raise."""

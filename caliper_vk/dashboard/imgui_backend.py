@@ -193,7 +193,7 @@ class ImGuiRenderer:
             if self.window.resized or (self.overlay.width, self.overlay.height) != \
                     self.window.framebuffer_size():
                 self.device.wait()
-                self.window.recreate()
+                self.window.recreate(wait=True)  # the dashboard's own loop: sleep while minimised
                 self.overlay.resize(*self.window.framebuffer_size())
                 self.window.bind_canvas(self.overlay)
             self.size = self.window.window_size()

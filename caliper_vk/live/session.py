@@ -28,13 +28,12 @@ import numpy as np
 
 from .. import exporters
 from ..chrome import StatusBar
-from ..engine import Canvas, cpu_raster_threads, default_device
-from ..engine.window import display_available  # re-exported by caliper_vk.live
+from ..engine import Canvas
+from ..engine.window import display_available as display_available  # re-exported by caliper_vk.live
 from ..views import make_view
-from . import input as window_input
 from . import opened
 from .attach import attach_panel, build
-from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, TRAINING_RASTER_THREADS, Budget
+from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
 from .history import History, Rewind
 from .history import parse_budget as parse_history
@@ -46,6 +45,7 @@ from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
+from .windowing import open_window, pump_window, window_closed
 from .._log import logger
 
 
@@ -113,21 +113,9 @@ class Session(Rewind):
         self.size = (int(size[0]), int(size[1]))
         self.title = title
         self.out_dir = Path(out_dir) if out_dir is not None else None
-        self.window = None
-        want_window = display_available() if window is None else bool(window)
-        if want_window:
-            from ..engine.window import Window
-
-            try:
-                with cpu_raster_threads(TRAINING_RASTER_THREADS):
-                    self.window = Window(self.size, title, device=device)
-            except BaseException:
-                self.sinks.close()  # no server or half-written video left behind
-                raise
-            self.device = self.window.device
-        else:
-            with cpu_raster_threads(TRAINING_RASTER_THREADS):  # when this makes the first device
-                self.device = device or default_device()
+        # no window where the platform refuses one and none was asked for: offscreen, saying why
+        self.window, self.window_refused, self.device = open_window(window, self.size, title, device,
+                                                                    self.sinks)
         self.pacing = Pacing(max_fps, self.window is not None, save_every, self.out_dir is not None)
         self.panels: list[Panel | HostPanel] = []
         self.status_bar = StatusBar()
@@ -268,18 +256,8 @@ class Session(Rewind):
                 with contextlib.suppress(Exception):
                     self.window.poll()  # stays responsive (and closable) showing its last frame
             return False
-        if self.window is not None:
-            if not self.window.alive:
-                self._window_closed()  # says so once (the surface may have gone while presenting)
-                return False
-            window_input.handle(self, self.window.poll())
-            if not self.window.alive:
-                self._window_closed()
-                return False
-            if self.window.resized:
-                self._wait_idle()
-                self.window.recreate()
-                self._layout()
+        if self.window is not None and not pump_window(self):
+            return False  # closed, lost or minimised: training goes on (.windowing)
         save = self.pacing.save_due(self.step_count)
         if self._inflight:
             if not self.canvas.done():
@@ -391,7 +369,8 @@ class Session(Rewind):
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
             return False
-        if self.window is not None and (not self.window.alive or self._window_gone):
+        if self.window is not None and (not self.window.alive or self._window_gone
+                                        or (self.window.resized and self.window.minimised())):
             return False
         if self.pacing.save_due(step):
             return self.budget.due(forced=True)  # its probe still counts as Caliper's time
@@ -431,17 +410,7 @@ class Session(Rewind):
         logger.warning(f"drawing failed ({type(exc).__name__}: {exc}); training continues, "
                        "drawing stops")
 
-    def _window_closed(self) -> None:
-        if self._window_gone:
-            return
-        self._window_gone = True
-        if getattr(self.window, "lost", False):
-            self.message = "display lost; drawing stopped"
-            logger.warning("the display was lost; training continues without drawing")
-        else:
-            self.message = "window closed; drawing stopped"
-            logger.info("the window was closed; training continues without drawing")
-        self._wait_idle()
+    _window_closed = window_closed  # plan.py's too
 
     # -- reporting ---------------------------------------------------------------------------
     def status(self) -> Status:

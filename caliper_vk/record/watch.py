@@ -48,12 +48,17 @@ import sys
 import time
 
 from .._arrays import to_host
+from .._log import logger
 from . import devstats
 from .recorder import Recorder
 
 EPS = 1e-12
 UPDATE_RATIO_EVERY = 100  # steps between snapshots, for optimizers whose update state is unknown
 NICE = tuple(m * 10 ** e for e in range(5) for m in (1, 2, 5))  # the intervals RecordBudget chooses
+
+
+RSS_MISSING = ("this platform has no /proc/self/statm and psutil is not installed "
+               "(pip install 'caliper-vk[memory]')")
 
 
 def _rss_bytes() -> float | None:
@@ -306,8 +311,11 @@ class Watcher:
         recorder.define("time/compute_ms", unit="ms", description="training forward start to the end of "
                         "optimizer.step() (forward, backward, clipping, update; host time)")
         if memory:
+            missing = None if _rss_bytes() is not None else RSS_MISSING
             recorder.define("memory/rss_bytes", unit="bytes", description="process resident set (RAM), not "
-                            "device memory")
+                            "device memory" + (f"; not measured in this run: {missing}" if missing else ""))
+            if missing:  # said once, and in the metric's definition: a missing curve is not a silent one
+                logger.warning(f"memory/rss_bytes is not recorded: {missing}")
         if histograms_every:
             self.histograms()
 

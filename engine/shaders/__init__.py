@@ -137,8 +137,8 @@ def generated_headers(out_dir: Path = GEN_DIR) -> Path:
     for block in _params_module().BUILTIN:
         path = out_dir / f"{block.name}.glsl"
         text = block.header()
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
     return out_dir
 
 
@@ -181,7 +181,8 @@ def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
         cmd = _command(compiler, target, Path(out), defines or {})
         if target != src:  # #include "x.glsl" resolves beside the original file first
             cmd[1:1] = ["-I" + str(src.parent)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=tool_env(cmd[0]))
+        proc = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace",
+                              env=tool_env(cmd[0]))  # diagnostics quote the (UTF-8) source
     if proc.returncode != 0:
         message = (proc.stderr.strip() or proc.stdout.strip()).replace(str(target), str(src))
         raise ShaderCompileError(f"compiling {src} failed:\n{message}")
@@ -192,8 +193,8 @@ def validate(spv: Path) -> None:
     tool = find_tool("spirv-val")
     if tool is None:
         return
-    proc = subprocess.run([tool, "--target-env", TARGET_ENV, str(spv)], capture_output=True, text=True,
-                          env=tool_env(tool))
+    proc = subprocess.run([tool, "--target-env", TARGET_ENV, str(spv)], capture_output=True,
+                          encoding="utf-8", errors="replace", env=tool_env(tool))
     if proc.returncode != 0:
         raise ShaderCompileError(f"spirv-val rejected {spv.name}:\n{proc.stderr.strip()}")
 
@@ -321,7 +322,7 @@ def compile_glsl(source: str, name: str = "module.comp", defines: dict | None = 
         src = Path(tmp) / Path(name).name
         if src.suffix != ".comp":
             src = src.with_suffix(".comp")
-        src.write_text(source)
+        src.write_text(source, encoding="utf-8")  # not the locale's: a user's comment may be any text
         out = Path(tmp) / "out.spv"
         compile_file(src, out, defines)
         validate(out)
