@@ -84,3 +84,24 @@ def test_attached_loss_history_is_live():
 def test_bad_smoothing_is_clear():
     with pytest.raises(ValueError, match="smoothing must be in"):
         Curve(smoothing=1.5)
+
+
+def test_the_ema_is_debiased_as_adams_moments_are():
+    from caliper_vk.views import _exact
+    from caliper_vk.views.curve import ema32
+
+    x = with_gaps(400).astype(np.float64)
+    alpha = 0.95
+    got = ema32(x, alpha).astype(np.float64)
+    m, t, want = 0.0, 0, np.full(x.shape, np.nan)
+    for i in np.flatnonzero(np.isfinite(x)):
+        m, t = alpha * m + (1 - alpha) * x[i], t + 1
+        want[i] = m / (1 - alpha ** t)
+    np.testing.assert_allclose(got, want, rtol=2e-5, equal_nan=True)
+    assert got[0] == pytest.approx(x[0], rel=1e-6)  # starts at the first sample, not at 0 or above
+    falling = 10.0 * np.exp(-np.arange(300) / 20.0)  # a loss falling from 10: the EMA follows it
+    assert ema32(falling, 0.9)[-1] < 2 * falling[-1]
+    d = np.float32(1.0) - np.float32(0.9) ** np.arange(1, 200, dtype=np.float32)
+    for v in [*d.tolist(), 6e-8, 0.5, 1.0]:
+        r = float(_exact.recip_unit(v))
+        assert abs(r * float(np.float32(v)) - 1.0) < 3e-7

@@ -122,3 +122,13 @@ def test_distributed_collective_payload_moves_on_the_training_thread_for_drawn_s
     assert "3" not in result["shown"]  # not drawn
     sender = json.loads((tmp_path / "rank1.json").read_text())
     assert result["exchanged"] == sender["exchanged"] == 4  # sent for the 4 drawn steps, not step 3
+
+
+def test_a_clean_destroy_process_group_is_not_a_stopped_rank(tmp_path):
+    """Every rank ends with dist.destroy_process_group() and no close(): rank 1's last message
+    still goes out (the group is closed after it), so rank 0 never reports it stopped."""
+    done = torchrun_two(tmp_path, steps=3, CALIPER_TEST_DESTROY="1", CALIPER_TEST_TIMEOUT="5")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "rank0.json").read_text())
+    assert not any(result["stopped"].values()), result["stopped"]
+    assert "stopped" not in result["messages"]["end"] and "stopped" not in result["status"], result

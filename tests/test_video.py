@@ -94,3 +94,22 @@ def test_video_caliper_render_makes_a_video_of_a_runs_array_probes(tmp_path, cap
     assert not np.array_equal(got[0], got[-1])  # the kernels change as the run trains
     assert main(["render", str(run_dir), "-o", str(tmp_path / "x.mkv"), "--array", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_video_keeps_the_frames_the_budget_draws_and_every_step_with_no_budget(tmp_path):
+    """docs/remote.md: a tight loop under the 5% budget keeps a few of its 60 steps' frames;
+    budget=None with a flush() after each drawn step keeps one per step."""
+    kept = {}
+    for budget in (0.05, None):
+        path = tmp_path / f"run-{budget}.mkv"
+        points = torch.randn(200, 3)
+        with Session(window=False, size=(96, 64), video=path, max_fps=None, budget=budget) as s:
+            s.attach(points, view="pointcloud")
+            for k in range(1, 61):
+                points.mul_(1.001)  # a step of training that costs next to nothing
+                if s.step(k) and budget is None:
+                    s.flush()  # waits for the frame: the next step is not skipped for it
+        kept[budget] = json.loads(steps_path(path).read_text())["steps"]
+        assert len(decode(path)) == len(kept[budget])
+    assert 1 <= len(kept[0.05]) < 60
+    assert kept[None] == list(range(1, 61))

@@ -159,6 +159,10 @@ class ArrayPanels:
         if self.hist_mode == "time":
             return self._histogram_time(panel, index)
         live = [(k, run) for k, run in enumerate(self.runs) if stacks.get(id(run))]
+        grids = {id(run): model.histogram_grid(stacks[id(run)]) for _, run in live}
+        rule = next((r for _, r in grids.values() if r), None)
+        if rule:  # the heights are counts in equal bins: say how unequal buckets became them
+            fitted_text(f"height: count per equal bin; {rule}", dim())
         h = self._plot_height(len(live))
         for k, run in live:
             stack = stacks[id(run)]
@@ -166,14 +170,15 @@ class ArrayPanels:
                 implot.setup_axes("value" if h > 60 else "", "" if h <= 60 else
                                   "count (offset)" if self.hist_mode == "offset" else "count",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
-                peak = max(float(f.counts.max(initial=0)) for f in stack) or 1.0
-                for i, f in enumerate(stack):
+                edges = grids[id(run)][0]
+                heights = [model.rebin(f, edges) for f in stack]
+                peak = max(float(c.max(initial=0)) for c in heights) or 1.0
+                for i, (f, c) in enumerate(zip(stack, heights, strict=True)):
                     age = len(stack) - 1 - i
                     alpha = 1.0 if age == 0 else 0.15 + 0.6 * (1 - age / max(1, len(stack)))
                     off = (i * 0.35 * peak) if self.hist_mode == "offset" else 0.0
-                    ys = np.concatenate([f.counts, f.counts[-1:]]).astype(np.float64) + off
-                    implot.plot_stairs(f"step {f.step}",
-                                       f.edges.astype(np.float64), ys,
+                    ys = np.concatenate([c, c[-1:]]) + off
+                    implot.plot_stairs(f"step {f.step}", edges, ys,
                                        _spec(self._rgb(run), alpha=alpha,
                                              weight=2.0 if age == 0 else 1.0))
                 self._end_plot()
@@ -194,15 +199,17 @@ class ArrayPanels:
         live = []
         for k, run in enumerate(self.runs):
             frames = run.histograms.get(key, [])
-            frames = [f for f in frames if len(f.counts) == len(frames[0].counts)]
             if frames:
-                live.append((k, run, frames))
+                live.append((k, run, frames, *model.histogram_grid(frames)))
         if live:
             fitted_text("colour: log(1 + count) of each bin (brighter: more values), one column a frame", dim())
+            rule = next((r for *_, r in live if r), None)
+            if rule:  # rows are equal steps of value: say how unequal buckets became them
+                fitted_text(rule, dim())
         h = self._plot_height(len(live))
-        for k, run, frames in live:
-            def draw(frames=frames):  # bins (highest value at the top) x frames
-                c = np.stack([f.counts for f in frames]).T[::-1].astype(np.float32)
+        for k, run, frames, edges, _ in live:
+            def draw(frames=frames, edges=edges):  # bins (highest value at the top) x frames
+                c = np.stack([model.rebin(f, edges) for f in frames]).T[::-1].astype(np.float32)
                 return self._draw_view(Heatmap(np.log1p(c), colormap="magma"),
                                        max(64, min(600, 8 * c.shape[1])), 200)
 
@@ -211,7 +218,7 @@ class ArrayPanels:
                 implot.setup_axes(model.AXIS_LABELS[self.axis] if h > 60 else "", "value" if h > 60 else "",
                                   implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
                 xs = run.coordinate(self.axis, np.array([f.step for f in frames], dtype=float))
-                e0, e1 = float(frames[0].edges[0]), float(frames[0].edges[-1])
+                e0, e1 = float(edges[0]), float(edges[-1])
                 implot.plot_image(f"{run.name} log(1+count)", tex, implot.Point(float(xs[0]), e0),
                                   implot.Point(float(xs[-1]) + 1e-9, e1))
                 self._run_marks()

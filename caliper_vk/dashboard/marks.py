@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from .style import _col, _spec
+from .style import MARKS, _col, _spec
 
-EVENT_RGB = (0.0, 1.0, 0.5)  # the events' lines, in every run: no run or series has this colour
+EVENT_RGB = MARKS["event"]  # the events' lines, in every run: no run or series has this colour
 HOVER_PX = 4  # how near the mouse must be to a line for its text to show
 
 

@@ -417,3 +417,47 @@ def histogram_stack(frames: list, upto_step: float, count: int) -> list:
     offset views: fading means age)."""
     end = bisect.bisect_right(frames, upto_step, key=lambda f: f.step)  # frames are sorted by step
     return frames[max(0, end - count):end]
+
+
+REBIN_BINS = 64  # equal bins that unequal (imported) buckets are spread over
+
+
+def _equal_widths(edges: np.ndarray) -> bool:
+    w = np.diff(np.asarray(edges, dtype=np.float64))
+    scale = max(abs(float(edges[0])), abs(float(edges[-1])), 1.0)
+    return bool(len(w)) and float(w.max() - w.min()) <= 1e-9 * scale
+
+
+def histogram_grid(frames: list) -> tuple[np.ndarray, str | None]:
+    """The bin edges that ``frames`` are drawn on, and the rule that made them (``None`` when the
+    frames are drawn as recorded).
+
+    A bar's height reads as density only when every bar is as wide as the others: frames that
+    share one set of equal-width edges (the recorder's fixed bins) are drawn as they are. Any other
+    frames (TensorBoard's exponential buckets, ranges that differ from frame to frame) are re-binned
+    onto :data:`REBIN_BINS` equal bins spanning all of them (the recorder's bin count when that is
+    finer), so a bucket's count is never drawn taller for being wider, nor a narrow bucket by 0
+    lower for being narrow; an over-time image's rows are then equal steps of value.
+    """
+    first = np.asarray(frames[0].edges, dtype=np.float64)
+    same = all(len(f.edges) == len(first) and np.array_equal(f.edges, first) for f in frames)
+    if same and _equal_widths(first):
+        return first, None
+    lo = min(float(f.edges[0]) for f in frames)
+    hi = max(float(f.edges[-1]) for f in frames)
+    uniform = all(_equal_widths(f.edges) for f in frames)
+    bins = max(len(f.counts) for f in frames) if uniform else REBIN_BINS
+    rule = (f"{'buckets of unequal width' if not uniform else 'frames with differing bins'} re-binned to "
+            f"{bins} equal bins (a bucket's count spread over the bins it overlaps, in proportion)")
+    return np.linspace(lo, hi, bins + 1), rule
+
+
+def rebin(frame, edges: np.ndarray) -> np.ndarray:
+    """``frame``'s counts on ``edges``: each recorded bucket's count spread evenly over its width
+    (the cumulative count is linear inside a bucket), so the total is kept and the height of an
+    equal-width bin is proportional to the density there."""
+    fe = np.asarray(frame.edges, dtype=np.float64)
+    if len(fe) == len(edges) and np.array_equal(fe, edges):
+        return np.asarray(frame.counts, dtype=np.float64)
+    cum = np.concatenate([[0.0], np.cumsum(np.asarray(frame.counts, dtype=np.float64))])
+    return np.diff(np.interp(edges, fe, cum))

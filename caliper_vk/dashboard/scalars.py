@@ -13,7 +13,8 @@ from imgui_bundle import imgui, implot
 from ..record import Run
 from ..record.mapped import item
 from . import model
-from .style import LEGEND_ROWS, NEUTRAL, PALETTE, _col, _series_shade, _spec, dim, fit_text, fitted_text
+from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_shade, _spec, best_so_far_rgb,
+                    dim, fit_text, fitted_text, series_rgb)
 
 
 class ScalarPanels:
@@ -100,7 +101,7 @@ class ScalarPanels:
                     if s is None or not len(s):
                         continue
                     # one run: a colour per series; several runs: a colour per run, lighter per series
-                    shade = PALETTE[j % len(PALETTE)] if len(self.runs) == 1 else _series_shade(rgb, j)
+                    shade = series_rgb(rgb, j, len(self.runs))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
                     # the legend names series once: with several runs the colour is the run's
                     # (keyed in the sidebar) and the shade the series'
@@ -316,57 +317,58 @@ class ScalarPanels:
             i1 = min(len(x), model.search_x(x, lim[1], "right") + 1)
             x0, x1 = max(lim[0], first), min(lim[1], last)
         reduce = i1 - i0 > 3 * plot_w and x1 > x0
+        raw_a = RAW_UNDER_EMA if self.smoothing > 0 else 1.0  # the smoothed line has the colour
         # the samples themselves, when drawn: as floats, as ImPlot takes them with y
         xs = None if reduce else x[i0:i1].astype(np.float64, copy=False)
         if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
             c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
-            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55))
-            implot.plot_line(label, c, hi, _spec(rgb, weight=1.0))
-            implot.plot_line(label, c, lo, _spec(rgb, weight=1.0))
+            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
+            implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
+            implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))
         else:  # a placeholder is not part of the measured trace
             implot.plot_line(label, xs, t["measured"][i0:i1],
-                             _spec(rgb, marker=implot.Marker_.circle if len(x) <= 25 else None))
+                             _spec(rgb, alpha=raw_a, marker=implot.Marker_.circle if len(x) <= 25 else None))
         if self._clip is not None:  # a long trace: one mark per pixel column, not per sample
             self._clipped(c, hi, lo, rgb) if reduce else self._clipped(
                 xs, t["measured"][i0:i1], t["measured"][i0:i1], rgb)
         if len(t["ph_x"]):
-            grey = (0.6, 0.6, 0.6)
+            grey = MARKS["placeholder"]
             implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
                                 _spec(grey, marker=implot.Marker_.square))
         if len(t["bad_x"]):
-            implot.plot_inf_lines(self._item("NaN/Inf (gap)", (1.0, 0.2, 0.8)), t["bad_x"],
-                                  _spec((1.0, 0.2, 0.8), alpha=0.7))
+            implot.plot_inf_lines(self._item("NaN/Inf (gap)", MARKS["nan"]), t["bad_x"],
+                                  _spec(MARKS["nan"], alpha=0.7))
         if self.smoothing > 0:
             sm = self._smoothed(run, s, t)
-            spec_rgb = tuple(min(1.0, c + 0.35) for c in rgb)
-            spec = _spec(spec_rgb, alpha=0.9, weight=2.5)
+            spec = _spec(rgb, weight=2.5)  # the series' own colour: never another run's or series
             if reduce:  # a smoothed line is thinner than a column: its midpoint
                 c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
                 implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
             else:
                 implot.plot_line(f"{label} smoothed", xs, sm[i0:i1], spec)
-            self._item("smoothed (EMA, beside the raw trace)", (0.85, 0.85, 0.85))
+            self._item("smoothed (EMA; the raw trace faded beside it)", (0.85, 0.85, 0.85))
 
     def _best_marks(self, run: Run, rgb) -> None:
         steps, acc = run.best_so_far()
         if len(steps):
             x = run.coordinate(self.axis, steps)
-            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(rgb, alpha=0.6, weight=1.0))
+            best_rgb = best_so_far_rgb(rgb)
+            implot.plot_stairs(f"best so far · {run.name}", x, acc, _spec(best_rgb, weight=1.5))
             one = len(self.runs) == 1
-            self._item(f"best {model.best_metric(run)} so far (stairs)", rgb if one else NEUTRAL)
+            self._item(f"best {model.best_metric(run)} so far (stairs)", best_rgb if one else NEUTRAL)
             marks = model.best_marks(run)
             bx = run.coordinate(self.axis, np.array([marks.best_step]))
-            mark = (1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3)
+            mark = MARKS["best_saved"] if marks.best_saved else MARKS["best_unsaved"]
             saved = " (saved)" if marks.best_saved else " (NOT saved)"
             implot.plot_scatter(self._item(f"best{saved}", mark),
                                 bx, np.array([marks.best_value]),
-                                _spec((1, 0.85, 0.2) if marks.best_saved else (1, 0.3, 0.3),
+                                _spec(mark,
                                       marker=implot.Marker_.diamond))
         if run.snapshots:
             sx = run.coordinate(self.axis, np.array([s for s, _ in run.snapshots], dtype=float))
-            green = (0.5, 0.9, 0.5)
-            implot.plot_inf_lines(self._item("saved snapshots (parameters only)", green), sx[np.isfinite(sx)],
-                                  _spec(green, alpha=0.45))
+            snap = MARKS["snapshot"]
+            implot.plot_inf_lines(self._item("saved snapshots (parameters only)", snap), sx[np.isfinite(sx)],
+                                  _spec(snap, alpha=0.45))
         r = run.step_range
         if r:  # the run's last step on the x axis, unless another run's tag is already there
             x = float(run.coordinate(self.axis, np.array([r[1]]))[0])

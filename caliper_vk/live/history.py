@@ -123,6 +123,7 @@ class History:
         self._canvas = None  # the canvas the shown step was last drawn on
         self.refused = ""  # why the last frame was not kept
         self.copy_s = 0.0  # host time spent recording copies (bench)
+        self._own: dict = {}  # Source -> the history's own buffer of an input no view stages
 
     # -- keeping -------------------------------------------------------------------------
     @property
@@ -178,7 +179,7 @@ class History:
             frame = Frame(step, chunk, total, layout.inputs, versions, base, states)
             # staged inputs are copied from the views' own staging buffers, written this frame
             # (the canvas prepares before the history keeps): the copies hold while they are the same
-            staged = tuple([s.staged for _, s in layout.staged]) if layout.staged else ()
+            staged = self._staged(layout) if layout.staged else ()
             copies = self._copies  # (layout, staging buffers, RingCopies or None, plan)
             if copies is not None and copies[2] is not None and copies[0] is layout and copies[1] == staged:
                 handle = copies[2].commands(chunk, self.chunks[chunk], base)  # recorded: the common case
@@ -191,6 +192,29 @@ class History:
             self.refused = f"{type(exc).__name__}: {exc}"
             return []
 
+    def _staged(self, layout: Layout) -> tuple:
+        """The buffer each staged input of ``layout`` is copied from: the view's staging buffer,
+        or, for an input the view does not stage as it is (it draws a host transform of it: a
+        row-normalised confusion matrix draws the shares, not the counts), a host-visible buffer
+        of the history's own that the input's bytes are written to now. Those bytes were read by
+        the view's ``prepare`` this frame (on the training thread, before the history keeps), so
+        the kept frame holds what was drawn; no earlier copy is in flight (see :meth:`keep`)."""
+        out = []
+        for _, source in layout.staged:
+            buf = source.staged
+            if buf is None:
+                buf = self._own.get(source)
+                if buf is None or buf.size < max(4, source.nbytes):
+                    if buf is not None:
+                        buf.close()
+                    buf = self._own[source] = Buffer(self.device, max(4, source.nbytes))
+                buf.write(source.raw())
+            out.append(buf)
+        if len(self._own) > len(out):  # inputs no longer in the layout: their buffers go
+            for source in [x for x in self._own if all(x is not s for _, s in layout.staged)]:
+                self._own.pop(source).close()
+        return tuple(out)
+
     def _commands(self, layout: Layout, staged: tuple, chunk: int, base: int):
         """This frame's copies: the layout's recorded ones (:mod:`.history_copy`) where they can
         be, else ``vkCmdCopyBuffer``s recorded now. ``staged``: the staging buffers of the
@@ -200,8 +224,6 @@ class History:
         if copies is None or copies[0] is not layout or copies[1] != staged:
             if copies is not None and copies[2] is not None:
                 copies[2].close()
-            if any(buf is None for buf in staged):
-                raise RuntimeError("a staged input has no staging buffer yet (the canvas prepares first)")
             plan = [(s.imported, s.imported.offset, k.nbytes, k.offset)
                     for k, s in zip(layout.inputs, layout.sources, strict=True) if s.imported is not None]
             plan += [(buf, 0, k.nbytes, k.offset) for (k, _), buf in zip(layout.staged, staged, strict=True)]
@@ -222,6 +244,9 @@ class History:
         if self._copies is not None and self._copies[2] is not None:
             self._copies[2].close()
         self._copies = self._layout = None
+        for buf in self._own.values():
+            buf.close()
+        self._own = {}
 
     def _new_recorder(self) -> Recorder:
         self._recorder = Recorder(self.device)

@@ -128,6 +128,8 @@ class _Builder:
         self.run.arrays.setdefault(name, []).append(ArrayFrame(
             step, array, _text(rec.get("module"), f"{where}.module"),
             _text(rec.get("example"), f"{where}.example"), _text(rec.get("kind"), f"{where}.kind")))
+        # a run of arrays alone (Session.save_history's) has its steps from them, as histograms do
+        self._note_progress(step, _opt_number(rec.get("epoch"), f"{where}.epoch"), None)
 
     def _confusion(self, rec, where):
         name = _text(rec.get("name"), f"{where}.name", optional=False)
@@ -143,6 +145,7 @@ class _Builder:
                                     or not all(isinstance(c, str) for c in classes)):
             raise RunFileError(f"{where}.classes: expected {m.shape[0]} class names")
         self.run.confusions.setdefault(name, []).append(ConfusionFrame(step, m.astype(np.int64), classes))
+        self._note_progress(step, _opt_number(rec.get("epoch"), f"{where}.epoch"), None)
 
     def _snapshot(self, rec, where):
         self.run.snapshots.append((_step(rec.get("step"), where), _text(rec.get("key"), f"{where}.key", False)))

@@ -4,7 +4,9 @@ The raw trace is always drawn. With more samples than pixel columns each
 column shows the min..max band of its samples, so no spike disappears in the
 downsampling; with fewer, the line between values interpolated at each column.
 ``smoothing=alpha`` adds an exponential moving average as a second line on
-top: the raw trace stays visible around it and its values are untouched. NaN
+top, debiased as Adam's moments are (``1 / (1 - alpha^t)``, so it starts at the
+first sample and does not lag above a falling loss): the raw trace stays
+visible around it and its values are untouched. NaN
 and Inf samples are not drawn (a column of only missing samples is an honest
 gap) and are counted. :meth:`Curve.reference` is the numpy twin.
 
@@ -40,22 +42,23 @@ def ema_weights(alpha: float) -> tuple:
 
 
 def ema32(values: np.ndarray, alpha: float) -> np.ndarray:
-    """The EMA curve_smooth.comp computes, bit for bit: ``y_k = alpha * y_(k-1) + (1 - alpha) * x_k``
-    over the finite samples in float32, each product and sum flushed; NaN at non-finite ones."""
+    """The debiased EMA curve_smooth.comp computes, bit for bit: ``m_k = alpha * m_(k-1) +
+    (1 - alpha) * x_k`` from ``m_0 = 0`` and ``y_k = m_k * (1 / (1 - alpha^k))`` over the finite
+    samples in float32, each product and sum flushed, the reciprocal by
+    :func:`~caliper_vk.views._exact.recip_unit`; NaN at non-finite samples."""
     a, b = ema_weights(alpha)
     v = np.asarray(values, F32).reshape(-1)
     finite = _exact.classify(v) == _exact.FINITE
     x = _exact.ftz(np.where(finite, v, F32(0)))
     out = np.full(v.shape, np.nan, F32)
     idx = np.flatnonzero(finite)
-    if not idx.size:
-        return out
-    ftz = _exact.ftz
-    y = x[idx[0]]
-    ys = [y]
-    for i in idx[1:].tolist():
-        y = ftz(F32(ftz(F32(a * y)) + ftz(F32(b * x[i]))))
-        ys.append(y)
+    ftz, recip, one = _exact.ftz, _exact.recip_unit, F32(1.0)
+    m, p = F32(0.0), F32(1.0)
+    ys = []
+    for i in idx.tolist():
+        m = ftz(F32(ftz(F32(a * m)) + ftz(F32(b * x[i]))))
+        p = ftz(F32(a * p))
+        ys.append(ftz(F32(m * recip(ftz(F32(one - p))))))
     out[idx] = ys
     return out
 
@@ -126,7 +129,7 @@ class Curve(RangedView):
                   f"y {chrome.number(lo)} … {chrome.number(hi)}", chrome.DIM)]
         if self.smoothing is not None:
             items += [("  ", chrome.DIM), chrome.Swatch(RAW_COLOR), (" raw ", chrome.DIM),
-                      chrome.Swatch(SMOOTH_COLOR), (f" EMA {self.smoothing:g}", chrome.DIM)]
+                      chrome.Swatch(SMOOTH_COLOR), (f" EMA {self.smoothing:g} (debiased)", chrome.DIM)]
         return items
 
     def _reference_last(self):

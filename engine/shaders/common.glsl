@@ -70,3 +70,26 @@ uint linear_invocation() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x
         + gl_LocalInvocationID.x;
 }
+
+// 1 / m for m in [1, 2): 24/17 - 8/17 m (relative error <= 1/17), then Newton.
+float recip_mantissa(float m) {
+    precise float r = uintBitsToFloat(0x3FB4B4B5u) - uintBitsToFloat(0x3EF0F0F1u) * m;
+    for (int k = 0; k < 4; ++k) {
+        precise float e = 1.0 - m * r;
+        precise float rn = r + r * e;
+        r = rn;
+    }
+    return r;
+}
+
+// 1 / d for 0 < d <= 1 with d normal (a debiasing factor 1 - alpha^t): d = m * 2^e with m
+// in [1, 2), 1 / m from recip_mantissa(), then 2^-e through the exponent bits (e <= 0: no
+// overflow). No division; caliper_vk/views/_exact.py (recip_unit) is the twin.
+float recip_unit(float d) {
+    uint db = floatBitsToUint(d);
+    int e = int(db >> 23) - 127;
+    float m = uintBitsToFloat((db & 0x007FFFFFu) | 0x3F800000u);
+    uint rb = floatBitsToUint(recip_mantissa(m));
+    int biased = int(rb >> 23) - e;
+    return uintBitsToFloat((rb & 0x807FFFFFu) | (uint(biased) << 23));
+}

@@ -14,16 +14,7 @@
 
 const uint NO_KEY = 0xFFFFFFFFu;  // the min key of a reduction that saw no finite value
 
-// 1 / m for m in [1, 2): 24/17 - 8/17 m (relative error <= 1/17), then Newton.
-float recip_mantissa(float m) {
-    precise float r = uintBitsToFloat(0x3FB4B4B5u) - uintBitsToFloat(0x3EF0F0F1u) * m;
-    for (int k = 0; k < 4; ++k) {
-        precise float e = 1.0 - m * r;
-        precise float rn = r + r * e;
-        r = rn;
-    }
-    return r;
-}
+// recip_mantissa() (1 / m for m in [1, 2)) is in common.glsl.
 
 // last / (hi - lo) for hi > lo, computed as last * (1 / (2 d)) with d = hi/2 - lo/2 (no overflow).
 float range_scale(float lo, float hi, float last) {
