@@ -56,7 +56,6 @@ Without NCCL (``payload="threads"``), CUDA probes are copied into pinned host bu
 from __future__ import annotations
 
 import atexit
-import functools
 import sys
 import threading
 import time
@@ -64,7 +63,8 @@ import weakref
 
 import numpy as np
 
-from .ranklinks import HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, rss_bytes
+from .ranklinks import (HEADER_BYTES, MAGIC, TAG, RankState, Receiver, Sender, close_before_destroy,
+                        rss_bytes)
 from .._log import logger
 
 LAYOUTS = ("concat", "side")
@@ -176,7 +176,7 @@ class Gather:
         self.written_s = 0.0  # and its total time writing them into the combined tensors
         self._logged: dict = {}  # rank -> the last step whose figures went to the recorder
         _OPEN.add(self)
-        _close_before_destroy(dist)
+        close_before_destroy(dist, _OPEN)
 
     @property
     def session(self):
@@ -460,34 +460,6 @@ class Gather:
 
 _default: Gather | None = None
 _OPEN: weakref.WeakSet = weakref.WeakSet()  # every Gather made, closed before its group goes
-
-
-def _close_before_destroy(dist) -> None:
-    """Make ``torch.distributed.destroy_process_group`` close every open :class:`Gather` whose
-    group it destroys (all of them for the default group or none given) before destroying it.
-
-    A job that ends cleanly calls it before exit, and ``atexit`` runs only after: a rank's last
-    message (``finished``) could then no longer be sent, and the renderer would read the closed
-    connection as a rank that stopped ("Connection closed by peer"). Installed once, at the first
-    ``Gather``; a name imported before that (``from torch.distributed import
-    destroy_process_group``) is not wrapped: call ``gather().close()`` first there."""
-    original = dist.destroy_process_group
-    if getattr(original, "_caliper_closes_gathers", False):
-        return
-
-    @functools.wraps(original)
-    def destroy_process_group(group=None, *args, **kwargs):
-        everything = group is None or group is dist.group.WORLD
-        for g in list(_OPEN):
-            if everything or group is g.group or group is g.decide_group:
-                g.close()
-        return original(group, *args, **kwargs)
-
-    destroy_process_group._caliper_closes_gathers = True
-    dist.destroy_process_group = destroy_process_group
-    c10d = sys.modules.get("torch.distributed.distributed_c10d")
-    if c10d is not None and c10d.destroy_process_group is original:
-        c10d.destroy_process_group = destroy_process_group
 
 
 def gather(**options) -> Gather:

@@ -12,7 +12,9 @@ only reports a peer that is gone.
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -160,3 +162,31 @@ class Receiver(threading.Thread):
                 self.cond.notify_all()
             if s.finished:
                 return  # its last message: nothing follows, and a thread left in recv() aborts the exit
+
+
+def close_before_destroy(dist, gathers) -> None:
+    """Make ``torch.distributed.destroy_process_group`` close every open ``Gather`` of ``gathers`` whose
+    group it destroys (all of them for the default group or none given) before destroying it.
+
+    A job that ends cleanly calls it before exit, and ``atexit`` runs only after: a rank's last
+    message (``finished``) could then no longer be sent, and the renderer would read the closed
+    connection as a rank that stopped ("Connection closed by peer"). Installed once, at the first
+    ``Gather``; a name imported before that (``from torch.distributed import
+    destroy_process_group``) is not wrapped: call ``gather().close()`` first there."""
+    original = dist.destroy_process_group
+    if getattr(original, "_caliper_closes_gathers", False):
+        return
+
+    @functools.wraps(original)
+    def destroy_process_group(group=None, *args, **kwargs):
+        everything = group is None or group is dist.group.WORLD
+        for g in list(gathers):
+            if everything or group is g.group or group is g.decide_group:
+                g.close()
+        return original(group, *args, **kwargs)
+
+    destroy_process_group._caliper_closes_gathers = True
+    dist.destroy_process_group = destroy_process_group
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    if c10d is not None and c10d.destroy_process_group is original:
+        c10d.destroy_process_group = destroy_process_group

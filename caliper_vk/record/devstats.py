@@ -277,3 +277,95 @@ def histogram_device(values, bins: int, lo: float, hi: float):
         out[bins + 2] += nan
         out[bins + 3] += pinf + ninf
     return out
+
+
+def unit_axis(shape) -> int:
+    """Which axis of an activation holds its units: features of (B, F), the last axis of
+    (B, T, F) sequences, channels of (B, C, H, W)."""
+    return 1 if len(shape) in (2, 4, 5) else len(shape) - 1
+
+
+class ActivationStats:
+    """Sums of one module's validation outputs, kept on their device (no value read back until
+    :meth:`Watcher.flush_activations` stages them)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.count = 0
+        self.zeros = None  # device tensors: exact zeros, sum and sum of squares (float64 totals)
+        self.sum = None
+        self.sumsq = None
+        self.alive = None  # per-unit: nonzero for some inspected example (a device bool tensor)
+
+    def add(self, out) -> None:
+        import torch
+
+        x = out.detach()
+        if x.ndim < 2:
+            x = x.reshape(1, -1)
+        self.count += x.numel()
+        zeros = (x == 0).sum()
+        # float32 accumulation over the batch (no float64 copy of it); float64 across batches
+        total = x.sum(dtype=torch.float32).double()
+        squares = (torch.linalg.vector_norm(x, dtype=torch.float32).double()) ** 2
+        if self.zeros is None:
+            self.zeros, self.sum, self.sumsq = zeros, total, squares
+        else:
+            self.zeros, self.sum, self.sumsq = self.zeros + zeros, self.sum + total, self.sumsq + squares
+        axis = unit_axis(x.shape)
+        dims = [d for d in range(x.ndim) if d != axis]
+        alive = (x != 0).any(dim=dims) if dims else (x != 0)
+        self.alive = alive if self.alive is None or self.alive.shape != alive.shape else torch.logical_or(
+            self.alive, alive)
+
+    def sums(self):
+        """``[zeros, sum, sum of squares, dead units]`` as a float64 device vector, or None."""
+        import torch
+
+        if not self.count:
+            return None
+        dead = self.alive.numel() - self.alive.sum()
+        return torch.stack([self.zeros.double(), self.sum, self.sumsq, dead.double()])
+
+
+    def dead_mask(self):
+        """Which units were zero for every inspected example: uint8, 1 = dead, one per unit
+        (kept beside their number, so a reader can tell the same units staying dead from
+        others dying), on their device, or None before any forward."""
+        import torch
+
+        return None if self.alive is None else (~self.alive.reshape(-1)).to(torch.uint8)
+
+
+def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
+    """Counts of ``values`` in ``bins`` equal bins over ``[lo, hi]`` and the counts left out.
+
+    ``bin = floor((v - lo) * bins / (hi - lo))`` in float64, the last bin
+    closed; values below ``lo``, above ``hi``, NaN and ±Inf are counted apart and
+    are in no bin. Works on a torch tensor on its own device (only the counts
+    travel to the host) or on anything numpy can read.
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or bins < 1:
+        raise ValueError(f"histogram range must be finite with lo < hi and bins >= 1, got [{lo}, {hi}], {bins}")
+    if hasattr(values, "detach"):  # binned on its device (devstats.histogram_device): counts travel
+        return _counts(histogram_device(values, bins, lo, hi).cpu().numpy(), lo, hi)
+    else:
+        x = np.asarray(values, dtype=np.float64).reshape(-1)
+        nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
+        x = x[np.isfinite(x)]
+        below, above = int((x < lo).sum()), int((x > hi).sum())
+        x = x[(x >= lo) & (x <= hi)]
+        idx = np.minimum(np.floor((x - lo) * (bins / (hi - lo))).astype(np.int64), bins - 1)
+        counts = np.bincount(idx, minlength=bins)
+    return {"lo": float(lo), "hi": float(hi), "counts": counts.astype(np.int64),
+            "below": below, "above": above, "nan": nan, "inf": inf}
+
+
+def _counts(v: np.ndarray, lo: float, hi: float) -> dict:
+    """:func:`histogram_counts`'s dict from ``histogram_device``'s vector (bins, then below, above,
+    NaN, ±Inf)."""
+    v = np.asarray(v, dtype=np.int64)
+    return {"lo": float(lo), "hi": float(hi), "counts": v[:-4], "below": int(v[-4]), "above": int(v[-3]),
+            "nan": int(v[-2]), "inf": int(v[-1])}

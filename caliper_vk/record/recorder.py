@@ -35,6 +35,9 @@ import numpy as np
 
 from .._arrays import to_host
 from .columns import ColumnSpool
+from .devstats import _counts, histogram_counts
+from .run import lineage as _lineage
+from .._log import logger
 from .log import LogWriter, RunFileError, encode_array
 from .stage import Staging
 
@@ -64,59 +67,6 @@ def _value(v, name: str) -> float:
 
 def _numpy(a) -> np.ndarray:
     return to_host(a, "value") if hasattr(a, "detach") else np.asarray(a)
-
-
-def _lineage(run_dir: Path, parent, parent_step) -> dict | None:
-    """The header's ``parent`` record: the parent run's directory, relative to this run's when it
-    can be (runs copied together keep their link), and the parent's step this run starts from."""
-    if parent is None:
-        if parent_step is not None:
-            raise ValueError("parent_step= needs parent= (the run directory whose state this run starts from)")
-        return None
-    if parent_step is None or isinstance(parent_step, bool) or int(parent_step) != parent_step \
-            or parent_step < 0:
-        raise ValueError(f"parent= needs parent_step=, the parent's step (a non-negative integer) whose "
-                         f"state this run starts from; got {parent_step!r}")
-    where = Path(parent)
-    try:
-        link = os.path.relpath(where.resolve(), run_dir.resolve())
-    except ValueError:  # another drive (Windows): the absolute path
-        link = str(where.resolve())
-    return {"run": Path(link).as_posix(), "name": where.resolve().name, "step": int(parent_step)}
-
-
-def histogram_counts(values, bins: int, lo: float, hi: float) -> dict:
-    """Counts of ``values`` in ``bins`` equal bins over ``[lo, hi]`` and the counts left out.
-
-    ``bin = floor((v - lo) * bins / (hi - lo))`` in float64, the last bin
-    closed; values below ``lo``, above ``hi``, NaN and ±Inf are counted apart and
-    are in no bin. Works on a torch tensor on its own device (only the counts
-    travel to the host) or on anything numpy can read.
-    """
-    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or bins < 1:
-        raise ValueError(f"histogram range must be finite with lo < hi and bins >= 1, got [{lo}, {hi}], {bins}")
-    if hasattr(values, "detach"):  # binned on its device (devstats.histogram_device): counts travel
-        from .devstats import histogram_device
-
-        return _counts(histogram_device(values, bins, lo, hi).cpu().numpy(), lo, hi)
-    else:
-        x = np.asarray(values, dtype=np.float64).reshape(-1)
-        nan, inf = int(np.isnan(x).sum()), int(np.isinf(x).sum())
-        x = x[np.isfinite(x)]
-        below, above = int((x < lo).sum()), int((x > hi).sum())
-        x = x[(x >= lo) & (x <= hi)]
-        idx = np.minimum(np.floor((x - lo) * (bins / (hi - lo))).astype(np.int64), bins - 1)
-        counts = np.bincount(idx, minlength=bins)
-    return {"lo": float(lo), "hi": float(hi), "counts": counts.astype(np.int64),
-            "below": below, "above": above, "nan": nan, "inf": inf}
-
-
-def _counts(v: np.ndarray, lo: float, hi: float) -> dict:
-    """:func:`histogram_counts`'s dict from ``histogram_device``'s vector (bins, then below, above,
-    NaN, ±Inf)."""
-    v = np.asarray(v, dtype=np.int64)
-    return {"lo": float(lo), "hi": float(hi), "counts": v[:-4], "below": int(v[-4]), "above": int(v[-3]),
-            "nan": int(v[-2]), "inf": int(v[-1])}
 
 
 class Recorder:
@@ -496,8 +446,8 @@ class Recorder:
             try:
                 return self._export_columns(path)
             except (OSError, ValueError) as exc:  # the log still holds everything: rebuilt from it
-                print(f"caliper: {self.dir}: the run's columns could not be written ({exc}); rebuilding "
-                      f"run.json from {LOG_NAME}", file=sys.stderr)
+                logger.warning(f"{self.dir}: the run's columns could not be written ({exc}); rebuilding "
+                               f"run.json from {LOG_NAME}")
         return load_run(self.dir / LOG_NAME).save(path)
 
     def _export_columns(self, path) -> Path:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,3 +321,22 @@ from .runfile import (  # noqa: E402
 
 __all__ = ["MAX_RUN_BYTES", "READ_SCHEMAS", "RUN_SCHEMA", "ArrayFrame", "ConfusionFrame", "HistFrame", "Run",
            "Series", "find_runs", "load_run", "run_from_doc", "run_from_json", "run_from_log"]
+
+
+def lineage(run_dir: Path, parent, parent_step) -> dict | None:
+    """The header's ``parent`` record: the parent run's directory, relative to this run's when it
+    can be (runs copied together keep their link), and the parent's step this run starts from."""
+    if parent is None:
+        if parent_step is not None:
+            raise ValueError("parent_step= needs parent= (the run directory whose state this run starts from)")
+        return None
+    if parent_step is None or isinstance(parent_step, bool) or int(parent_step) != parent_step \
+            or parent_step < 0:
+        raise ValueError(f"parent= needs parent_step=, the parent's step (a non-negative integer) whose "
+                         f"state this run starts from; got {parent_step!r}")
+    where = Path(parent)
+    try:
+        link = os.path.relpath(where.resolve(), run_dir.resolve())
+    except ValueError:  # another drive (Windows): the absolute path
+        link = str(where.resolve())
+    return {"run": Path(link).as_posix(), "name": where.resolve().name, "step": int(parent_step)}

@@ -44,17 +44,17 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import sys
 import time
 
 from .._arrays import to_host
 from .._log import logger
 from . import devstats
+from .devstats import ActivationStats, unit_axis  # noqa: F401 (unit_axis: watch.unit_axis)
 from .recorder import Recorder
+from .thinning import RecordBudget
 
 EPS = 1e-12
 UPDATE_RATIO_EVERY = 100  # steps between snapshots, for optimizers whose update state is unknown
-NICE = tuple(m * 10 ** e for e in range(5) for m in (1, 2, 5))  # the intervals RecordBudget chooses
 
 
 RSS_MISSING = ("this platform has no /proc/self/statm and psutil is not installed "
@@ -103,141 +103,6 @@ def _eager(fn):
     return disable(fn) if disable is not None else fn
 
 
-def unit_axis(shape) -> int:
-    """Which axis of an activation holds its units: features of (B, F), the last axis of
-    (B, T, F) sequences, channels of (B, C, H, W)."""
-    return 1 if len(shape) in (2, 4, 5) else len(shape) - 1
-
-
-class _ActivationStats:
-    """Sums of one module's validation outputs, kept on their device (no value read back until
-    :meth:`Watcher.flush_activations` stages them)."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        self.count = 0
-        self.zeros = None  # device tensors: exact zeros, sum and sum of squares (float64 totals)
-        self.sum = None
-        self.sumsq = None
-        self.alive = None  # per-unit: nonzero for some inspected example (a device bool tensor)
-
-    def add(self, out) -> None:
-        import torch
-
-        x = out.detach()
-        if x.ndim < 2:
-            x = x.reshape(1, -1)
-        self.count += x.numel()
-        zeros = (x == 0).sum()
-        # float32 accumulation over the batch (no float64 copy of it); float64 across batches
-        total = x.sum(dtype=torch.float32).double()
-        squares = (torch.linalg.vector_norm(x, dtype=torch.float32).double()) ** 2
-        if self.zeros is None:
-            self.zeros, self.sum, self.sumsq = zeros, total, squares
-        else:
-            self.zeros, self.sum, self.sumsq = self.zeros + zeros, self.sum + total, self.sumsq + squares
-        axis = unit_axis(x.shape)
-        dims = [d for d in range(x.ndim) if d != axis]
-        alive = (x != 0).any(dim=dims) if dims else (x != 0)
-        self.alive = alive if self.alive is None or self.alive.shape != alive.shape else torch.logical_or(
-            self.alive, alive)
-
-    def sums(self):
-        """``[zeros, sum, sum of squares, dead units]`` as a float64 device vector, or None."""
-        import torch
-
-        if not self.count:
-            return None
-        dead = self.alive.numel() - self.alive.sum()
-        return torch.stack([self.zeros.double(), self.sum, self.sumsq, dead.double()])
-
-
-    def dead_mask(self):
-        """Which units were zero for every inspected example: uint8, 1 = dead, one per unit
-        (kept beside their number, so a reader can tell the same units staying dead from
-        others dying), on their device, or None before any forward."""
-        import torch
-
-        return None if self.alive is None else (~self.alive.reshape(-1)).to(torch.uint8)
-
-
-class RecordBudget:
-    """How often the expensive records (update ratios, histograms) fit the recorder's share of the
-    training loop's time.
-
-    ``watch``'s hooks report the seconds they take on the training thread (:meth:`spent`,
-    split into what is recorded every step and what only the expensive steps add) and the
-    loop's steps (:meth:`stepped`). Their running means give the cost ``c`` of a cheap step,
-    the extra cost ``e`` of an expensive one and the loop's step time ``w``; the expensive
-    records are then taken every ``k`` steps, the least of 1, 2, 5, 10, 20, 50 ... at least
-    ``least`` with ``c + e / k ≤ share · w``. When even the scalars take more than the share,
-    ``k`` is the longest interval (:data:`LONGEST`) and :meth:`label` says so. ``k`` is
-    re-chosen every :data:`REVIEW` steps; each change is recorded by ``watch`` as
-    ``record/expensive_every`` and said once on stderr.
-    """
-
-    LONGEST = 10_000
-    REVIEW = 25
-    WEIGHT = 0.2
-
-    def __init__(self, share: float | None, least: int = 1, clock=time.perf_counter):
-        if share is not None and not 0 < share <= 1:
-            raise ValueError(f"budget must be a share of the loop's time in (0, 1] (0.05 is 5%) or None, "
-                             f"got {share!r}")
-        self.share, self.least, self.clock = share, max(int(least), 1), clock
-        self.every = self.least
-        self.cheap: float | None = None  # seconds a step's hooks take, without the expensive part
-        self.extra: float | None = None  # seconds the expensive records add to a step
-        self.wall: float | None = None  # seconds from one step to the next
-        self._last: float | None = None
-        self._steps = 0
-
-    def _mean(self, old, new):
-        return new if old is None else old + self.WEIGHT * (new - old)
-
-    def due(self, step: int) -> bool:
-        return step % self.every == 0
-
-    def spent(self, cheap: float, extra: float | None = None) -> None:
-        """A step's hook time: ``cheap`` seconds, and ``extra`` more when it was an expensive one."""
-        self.cheap = self._mean(self.cheap, cheap)
-        if extra is not None:
-            self.extra = self._mean(self.extra, extra)
-
-    def stepped(self) -> bool:
-        """An optimizer step ended: update the loop's step time; True when ``every`` changed."""
-        now = self.clock()
-        if self._last is not None:
-            self.wall = self._mean(self.wall, now - self._last)
-        self._last = now
-        self._steps += 1
-        if self.share is None or self._steps % self.REVIEW or self.wall is None or self.cheap is None:
-            return False
-        room = self.share * self.wall - self.cheap
-        need = self.least
-        if self.extra is not None and self.extra > 0:
-            need = self.LONGEST if room <= 0 else max(need, math.ceil(self.extra / room))
-        if need <= self.least:
-            every = self.least
-        else:
-            every = min(next((n for n in NICE if n >= need), self.LONGEST), self.LONGEST)
-        changed = every != self.every
-        self.every = every
-        return changed
-
-    def label(self) -> str | None:
-        """``recording: update ratios every 20 steps (≤5% of training)``, or None within budget
-        at the requested interval."""
-        if self.share is None or self.every == self.least:
-            return None
-        text = f"recording: update ratios and histograms every {self.every} steps (≤{100 * self.share:g}%"
-        if self.cheap is not None and self.wall and self.cheap > self.share * self.wall:
-            text += f"; the per-step scalars alone take {100 * self.cheap / self.wall:.1f}%"
-        return text + ")"
-
-
 class Watcher:
     """The hooks ``watch`` installs; ``remove()`` takes them out again.
 
@@ -278,7 +143,7 @@ class Watcher:
         self._eval_time = 0.0
         self._eval_started = None
         self._modules = {}
-        self._stats: dict[str, _ActivationStats] = {}
+        self._stats: dict[str, ActivationStats] = {}
         self._pending_stats = False
         self._told = False
         modules = dict(model.named_modules())
@@ -286,7 +151,7 @@ class Watcher:
             if name not in modules:
                 raise KeyError(f"watch(activations=...): the model has no module {name!r}; its modules are "
                                f"{', '.join(n for n in modules if n)[:400]}")
-            self._stats[name] = _ActivationStats()
+            self._stats[name] = ActivationStats()
             self._handles.append(modules[name].register_forward_hook(_eager(self._activation_hook(name))))
         self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
         self._handles.append(optimizer.register_step_post_hook(self._post_step))
@@ -476,7 +341,7 @@ class Watcher:
                 self.session.message = label  # on the status line
             if label and not self._told:
                 self._told = True
-                print(f"caliper: {label}; recorded as record/expensive_every", file=sys.stderr)
+                logger.warning(f"{label}; recorded as record/expensive_every")
 
     # -- helpers -----------------------------------------------------------------------
     def _params(self):
