@@ -111,3 +111,11 @@ def test_linux_cuda_dry_run_reaches_its_tests(tmp_path):
     assert re.search(r"GPU paths \(checked-cuda\): 1 passed", last), last
     report = json.loads((tmp_path / "smoke.json").read_text())
     assert report["passed"] and report["kind"] == "smoke test"
+
+
+def test_the_macos_link_folder_serves_both_loader_names():
+    """The `vulkan` package opens libvulkan.dylib and GLFW libvulkan.1.dylib: both link to the one
+    loader the script found, so the window and the engine never load two loaders."""
+    text = SCRIPTS["macos-metal"].read_text()
+    assert 'ln -s "$loader" "$LIBDIR/libvulkan.dylib"' in text
+    assert 'ln -s "$loader" "$LIBDIR/libvulkan.1.dylib"' in text

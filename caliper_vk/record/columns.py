@@ -177,7 +177,7 @@ class ColumnSpool:
         t = record["t"]
         if t != "scalars":
             self.others.extend((offset, length))
-            if t == "hist":
+            if t in ("hist", "array", "confusion"):  # steps of the run's progress, as the builder's
                 self._note(record["step"], record.get("epoch"), None)
             return
         self._records += 1

@@ -64,7 +64,10 @@ LOG="$(mktemp)"
 OUT="${CALIPER_CI_OUT:-$(mktemp -d)}"
 mkdir -p "$OUT" || die "cannot create $OUT"
 trap 'rm -rf "$LIBDIR" "$LOG"' EXIT
+# both names: the `vulkan` package opens libvulkan.dylib, GLFW libvulkan.1.dylib (GLFW is also given
+# the engine's vkGetInstanceProcAddr, engine/loader.py: share_with_glfw, so both use this one loader)
 ln -s "$loader" "$LIBDIR/libvulkan.dylib"
+ln -s "$loader" "$LIBDIR/libvulkan.1.dylib"
 export DYLD_LIBRARY_PATH="$LIBDIR${DYLD_LIBRARY_PATH:+:$DYLD_LIBRARY_PATH}"
 if [ -z "${VK_DRIVER_FILES:-}" ]; then
     for icd in "${VULKAN_SDK:+$VULKAN_SDK/share/vulkan/icd.d/MoltenVK_icd.json}" \
