@@ -72,3 +72,15 @@ def test_the_budget_share_never_reads_above_all_of_the_loop(measured):
     assert share <= 100.0 and share == pytest.approx(min(measured, 1.0) * 100, abs=0.05), label
     if measured > 0.05:
         assert label.endswith("(saving every 5 steps)"), label
+
+
+def test_a_narrow_line_keeps_the_step_before_the_ellipsis():
+    """The demo at 320 px under a profile without host import: a long staging reason and a budget
+    with its note; the step stays, the marker goes where both do not fit."""
+    st = Status(device="llvmpipe (LLVM 15.0.6, 256 bits) (cpu)",
+                panels=[("bottleneck", "host staging", "the device cannot import host memory")], step=300,
+                budget="≤5% of training: 85.8% (saving every 5 steps)")
+    for columns in (35, 38, 44, 60):
+        line = st.line(columns)
+        assert len(line) <= columns and line.startswith("bottleneck: host staging · step 300"), (columns, line)
+    assert st.line(60) == "bottleneck: host staging · step 300 · ≤5% of training: 85.8%"

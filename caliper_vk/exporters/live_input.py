@@ -129,7 +129,7 @@ def _import(device, record, zero_copy: bool, host_reason: str | None):
 
 
 def open_input(tensor, device, name: str = "tensor", *, zero_copy: bool = True,
-               host_reason: str | None = None, gpu: bool = True, sync: bool = True) -> LiveInput:
+               host_reason: str | None = None, gpu: bool = True, sync: bool = True, track=None) -> LiveInput:
     """The live input of ``tensor`` on the renderer's ``device`` (an ``engine.Device``).
 
     Parameters
@@ -145,6 +145,10 @@ def open_input(tensor, device, name: str = "tensor", *, zero_copy: bool = True,
     sync : bool
         False: no producer-side sync (a further input of a panel whose first input orders
         every write).
+    track : tensor, optional
+        The tensor whose reachability says whether anything can still write the input (default:
+        ``tensor`` itself; a view made for the import, such as ``labels.reshape(-1)``, gives the
+        user's tensor here).
 
     Contract violations raise (``ContractError`` and its kinds, ``cuda.DeviceMismatchError``);
     anything that only rules out interop stages the tensor and says why.
@@ -153,7 +157,8 @@ def open_input(tensor, device, name: str = "tensor", *, zero_copy: bool = True,
 
     # Caliper holds an alias (same storage, its own tensor object) and the user's tensor only
     # weakly, so a tensor nobody else can reach any more is seen as such (LiveInput.ref)
-    original, tensor = tensor, tensor.detach() if hasattr(tensor, "detach") else tensor
+    original = tensor if track is None else track
+    tensor = tensor.detach() if hasattr(tensor, "detach") else tensor
     record = export(tensor, device.info, name, device=device if gpu else None)
     try:
         array, dtype = host_array(tensor)

@@ -93,13 +93,13 @@ def _further_input(tensor, device, name: str, zero_copy: bool):
     """The live input of a point cloud's labels or values tensor, and its source. Its writes
     are ordered by the positions' sync (``panel.writing()`` covers both); a GPU tensor that
     would be mirrored (a copy refreshed by its own sync) is staged instead: copied every frame."""
-    live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, sync=False)
+    live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, track=tensor, sync=False)
     if live.record.mirrored:
         if live.imported is not None:
             live.imported.close()
         live.close()
-        live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, gpu=False,
-                                    sync=False)
+        live = exporters.open_input(tensor.reshape(-1), device, name, zero_copy=zero_copy, track=tensor,
+                                    gpu=False, sync=False)
     return live, view_source(live)
 
 

@@ -63,8 +63,8 @@ class Status:
             parts.append(("PAUSED (space)",) * 2)
         if self.message:
             parts.append((self.message, self.message))
-        if self.budget:
-            parts.append((self.budget, self.budget))
+        if self.budget:  # narrow: the share alone, without why saved frames take it over
+            parts.append((self.budget, self.budget.split(" (")[0]))
         parts.append((f"frame <={self.frame_ms:.1f} ms", ""))
         if self.producer_wait_ms >= 0.05:
             parts.append((f"writer waited {self.producer_wait_ms:.1f} ms/write (host sync)", ""))
@@ -95,10 +95,16 @@ class Status:
             line = " · ".join(t for t in kept if t)
             if len(line) <= columns:
                 return line
-        kept = [t for t in kept if t]
-        while len(kept) > 1 and len(" · ".join(kept)) + len(" · …") > columns:
-            kept.pop()  # then leave out, least important first
-        line = " · ".join(kept) + " · …"
+        kept, dropped = [t for t in kept if t], False
+        while len(kept) > 1:  # then leave out, least important first; an ``…`` says so where it fits
+            line = " · ".join(kept)
+            if len(line) + (len(" · …") if dropped else 0) <= columns or (dropped and len(line) <= columns):
+                break
+            kept.pop()
+            dropped = True
+        line = " · ".join(kept)
+        if dropped and len(line) + len(" · …") <= columns:
+            line += " · …"
         return line if len(line) <= columns else line[:max(0, columns - 1)] + "…"
 
     def __str__(self) -> str:
