@@ -94,3 +94,13 @@ def test_a_stale_panel_does_not_keep_the_steady_frame_from_being_planned():
             s.flush()
         assert s.panels[0].stale_since == 1 and s.panels[1].stale_since is None
         assert s._plan is not None and len(s._plan.tensors) == 1
+
+
+def test_a_host_fed_panel_has_no_tensor_to_go_stale():
+    from caliper_vk.views import Text
+
+    with cv.Session(window=False, size=SIZE) as s:
+        panel = s.add(Text("samples"), name="samples")
+        s.step(1)
+        s.flush()
+        assert panel.status == "samples: host data" and "samples: host data" in s.status().line()

@@ -166,16 +166,8 @@ class HostPanel:
         pass
 
     @property
-    def shown_path(self) -> tuple[str, str]:
-        """(path, reason) as the status line shows them: a stale panel claims no live path."""
-        if self.stale_since is not None:
-            return (f"not updated since step {self.stale_since}",
-                    "nothing but this panel holds the tensor any more: attach the new one")
-        return self.path, self.reason
-
-    @property
     def status(self) -> str:
-        return panel_status(self.name, *self.shown_path, self.error)
+        return panel_status(self.name, self.path, self.reason, self.error)
 
     def _release(self) -> None:
         self.closed = True
