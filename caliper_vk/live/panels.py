@@ -111,7 +111,7 @@ class Panel:
         drawn = session.drawn_step
         self.stale_since = drawn if drawn is not None else session.step_count
         self.note = f"not updated since step {self.stale_since}"
-        self.title_stats = ("stale",)  # the title is remade, with the note, at the next refresh
+        self.title_stats, self.title_warnings = ("stale",), None  # the title is remade, with the note
 
     @property
     def shown_path(self) -> tuple[str, str]:
