@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-TENSOR_VIEWS = {  # view -> (shape, canvas size), as tests/hardware/test_gpu_paths.py
+TENSOR_VIEWS = {  # view -> (shape, canvas size); tests/hardware/test_gpu_paths.py uses these too
     "heatmap": ((24, 40), (160, 120)),
     "histogram": ((1000,), (160, 120)),
     "curve": ((500,), (200, 100)),

@@ -90,7 +90,7 @@ def run(out_dir="out/digits", steps: int = 600, every: int = 5, width: int = 100
     panel = session.attach(points, "pointcloud", name="bottleneck", labels=y_np, point_size_px=4,
                            pitch_deg=18.0, yaw_deg=35.0)
     st = session.status()
-    log(f"caliper: training on {dev}; drawing on {st.device}; panel {panel.status}")
+    log(f"caliper: training on {dev}; drawing on {st.device_line}; panel {panel.status}")
     log("caliper: " + ("drawing in a window (drag rotates, wheel zooms, R resets, space pauses, "
                        "S saves a PNG)" if windowed else
                        f"no display: writing a frame every {every} steps to {frames_dir}/"))

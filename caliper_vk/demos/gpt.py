@@ -120,7 +120,7 @@ def run(out_dir="out/gpt", steps: int = 600, every: int = 5, sample_every: int =
     loss_view = Curve(smoothing=0.95)
     session.add(loss_view, name="loss (raw + EMA)")
     st = session.status()
-    log(f"caliper: training on {dev}; drawing on {st.device}; training text: {origin} "
+    log(f"caliper: training on {dev}; drawing on {st.device_line}; training text: {origin} "
         f"({len(text):,} characters, {len(data.vocab)} distinct)")
     log(f"caliper: model {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.d_model}, context "
         f"{cfg.context}; {sum(p.numel() for p in net.parameters()):,} parameters; panels "

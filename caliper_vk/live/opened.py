@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 
 _open: list = []
 _lock = threading.Lock()
+_told: weakref.WeakSet = weakref.WeakSet()  # closed sessions whose step() has said so
 
 
 def innermost():
@@ -35,8 +37,8 @@ def leave(session) -> None:
 
 def closed_step(session) -> bool:
     """``step()`` on a closed session: draws nothing, says so once, and never fails the loop."""
-    if not getattr(session, "_said_closed", False):
-        session._said_closed = True
+    if session not in _told:
+        _told.add(session)
         warnings.warn("this caliper session is closed: step() draws nothing (open a new Session, or "
                       "stop calling step() after close())", stacklevel=4)
     return False

@@ -44,6 +44,12 @@ class Status:
     device_memory: int = 0
     device_memory_cap: int | None = None  # Session(device_memory=)
     gpu: bool = False
+    device_note: str = ""  # a problem with the device (an NVIDIA GPU without its Vulkan driver: why)
+
+    @property
+    def device_line(self) -> str:
+        """The device and its kind, with a problem with it in brackets."""
+        return self.device + (f" [{self.device_note}]" if self.device_note else "")
 
     def parts(self) -> list[tuple[str, str]]:
         """The line's items, most important first: ``(text, short text)`` (the short form is what a
@@ -77,8 +83,8 @@ class Status:
             cap = f" (cap {megabytes(self.device_memory_cap)})" if self.device_memory_cap else ""
             parts.append((f"holds {megabytes(self.device_memory)} of device memory{cap}", ""))
         # caliper_vk.status() and caliper doctor always name the device; a narrow line keeps only a
-        # problem with it (an NVIDIA GPU without its Vulkan driver, in brackets)
-        parts.append((self.device, self.device if "[" in self.device else ""))
+        # problem with it (an NVIDIA GPU without its Vulkan driver)
+        parts.append((self.device_line, self.device_line if self.device_note else ""))
         return parts
 
     def line(self, columns: int | None = None) -> str:
@@ -118,7 +124,7 @@ def session_status(session) -> Status:
     info = session.device.info
     gap = cpu_fallback_note(info)  # an NVIDIA GPU without its Vulkan driver: say why, and the fix
     return Status(
-        device=f"{info.name} ({info.kind})" + (f" [{gap}]" if gap else ""),
+        device=f"{info.name} ({info.kind})", device_note=gap or "",
         panels=[(p.name, "stopped", p.error) if p.error else (p.name, *_shown(p)) for p in panels],
         frames=session.frames, skipped=session.skipped, held=session.held, max_fps=session.max_fps,
         step=session.step_count, frame_ms=session.pacing.frame_ms,

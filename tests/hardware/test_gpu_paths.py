@@ -31,19 +31,14 @@ import pytest
 import torch
 
 import caliper_vk as cv
+from caliper_vk.selftest import TENSOR_VIEWS as VIEWS
+from caliper_vk.selftest import sample
 from caliper_vk.views import PointCloud
 from images import assert_same_image
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int32": torch.int32, "uint8": torch.uint8}
-VIEWS = {  # view -> (shape, canvas size); confusion is host-computed and text reads no tensor
-    "heatmap": ((24, 40), (160, 120)),
-    "histogram": ((1000,), (160, 120)),
-    "curve": ((500,), (200, 100)),
-    "pointcloud": ((300, 3), (128, 128)),
-    "images": ((6, 12, 12), (160, 120)),
-    "textgrid": ((6, 8), (320, 160)),
-}
+# view -> (shape, canvas size), and each view's sample values: the same as `caliper doctor --selftest`'s
 ZERO_COPY_FRAMES = 300
 # the hardware scripts run one backend each (CALIPER_HW_BACKENDS=cuda), so a skip there is a failure
 BACKENDS = [b.strip() for b in os.environ.get("CALIPER_HW_BACKENDS", "cuda,mps,checked-cuda").split(",")
@@ -95,19 +90,6 @@ def zero_copy_tensor(backend: str, shape, dtype):
     if backend == "mps":
         return torch.empty(shape, dtype=dtype, device="mps")  # every MPS tensor's MTLBuffer is imported
     return cv.empty(shape, dtype=dtype, device="cuda")
-
-
-def sample(view: str, dtype: str, seed: int) -> np.ndarray:
-    shape, _ = VIEWS[view]
-    rng = np.random.default_rng(seed)
-    if dtype == "uint8":
-        return rng.integers(0, 256, shape, dtype=np.uint8)
-    if dtype == "int32":
-        return rng.integers(-1000, 1000, shape, dtype=np.int32)
-    values = rng.normal(size=shape).astype(np.float32) * 3
-    if view in ("heatmap", "textgrid"):
-        values.reshape(-1)[::11] = np.nan  # specials travel through the import too
-    return values
 
 
 def on_backend(backend: str, tensor):
