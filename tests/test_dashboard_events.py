@@ -163,9 +163,8 @@ def test_panels_drawn_at_the_cursor_name_the_events_so_far(tmp_path, monkeypatch
         notes.clear()
         dash.frame(events=[])
         rgba = dash.ui.render()
-        event = "event at step 22: data: augmentation switched on"
-        want = (f"{event} (the frame shown, step 20, is from before it)" if cursor == 25
-                else f"{event} (before the frame shown, step 30)")
+        want = ("event at step 22, the frame shown (step 20) predates it" if cursor == 25
+                else "event at step 22, before the frame shown (step 30)") + ": data: augmentation switched on"
         assert [t for t, _ in notes] == [want] * 3  # the histogram, the confusion and the array panel
         for _, (x0, y0, x1, y1) in notes:
             box = rgba[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1)), :3].astype(float)
@@ -201,3 +200,17 @@ def test_an_event_is_drawn_in_its_epoch_when_epochs_are_overlaid(tmp_path, monke
     px = int(np.floor(c))
     strip = rgba[int(y0) + 2:int(y1) - 2, px - 1:px + 2, :3].astype(float)
     assert _event_coloured(strip).any(axis=1).mean() > 0.6
+
+
+def test_caliper_view_epochs_overlays_every_per_step_panel(tmp_path, monkeypatch, capsys):
+    from caliper_vk.cli import main
+
+    _run(tmp_path / "switch")
+    labels = []
+    real = app.implot.plot_line
+    monkeypatch.setattr(app.implot, "plot_line", lambda label, *a: (labels.append(label), real(label, *a))[1])
+    out = tmp_path / "epochs.png"
+    assert main(["view", str(tmp_path / "switch"), "--epochs", "--panel", "loss|lr", "--png", str(out)]) == 0
+    assert "written to" in capsys.readouterr().out and out.exists()
+    assert {"train/loss · epoch 6", "lr/group0 · epoch 6"} <= set(labels)  # the newest epoch, in both panels
+    assert not any(label.startswith("val/loss") for label in labels)  # a sample an epoch: not overlaid

@@ -90,13 +90,13 @@ class EpochOverlays:
         nums = [k for run in self.runs for key in keys
                 for k, *_ in self._epoch_segments(run, key)]
         left = [k for k in panel.keys if k not in keys and any(k in run.metrics for run in self.runs)]
-        out = "epochs drawn over steps into each epoch"
+        out = "no epoch begun at the cursor"
         if nums:
             first, last = min(nums), max(nums)
             out = (f"epoch {first}" if first == last else f"epochs {first}–{last}") + \
-                " up to the cursor, over steps into each: the newest in full colour, each older one fainter"
-        if left:
-            out += f"; about one sample an epoch, not overlaid: {', '.join(left)}"
+                " to the cursor: the newest in full colour, older ones fainter"
+        if left:  # said before the line can be cut at the panel's edge
+            return f"not overlaid (a sample an epoch): {', '.join(left)}; {out}"
         return out
 
     def _epoch_segments(self, run, key: str) -> list:
@@ -108,6 +108,8 @@ class EpochOverlays:
         scalar panel's): every overlaid series of every shown run, epoch over epoch."""
         if not self._begin_plot(f"##ep{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             return
+        # a margin on both axes: an event at an epoch's last step is drawn inside the plot, not under its frame
+        implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.03, 0.08))
         implot.setup_axes("steps into the epoch", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
         if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
             implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
@@ -137,6 +139,7 @@ class EpochOverlays:
                         implot.plot_line(label, x, y, spec)
             self._epoch_events(run, drawn)
         self._end_plot()
+        implot.pop_style_var()
 
     def _epoch_events(self, run, drawn: dict) -> None:
         """``run``'s events in the epochs drawn, at their place in their epoch (as faint as it),

@@ -73,25 +73,25 @@ class MarkedPanels:
         return [] if step is None or not run.events else [(s, t) for s, t in run.events if s <= step]
 
     def _event_note(self, frames: dict | None = None, width: float | None = None) -> bool:
-        """In a panel drawn at the cursor's step (its frames' steps by run name in ``frames``):
-        one line in the events' colour naming each shown run's latest event at or before the
-        cursor's step, and whether the frame shown predates it; cut with "…" to the panel
-        (``width``), every event so far in full on hover. Nothing when no run had one yet.
-        Returns whether it drew the line."""
+        """In a panel drawn at the cursor's step (the step of the frame drawn, by run name, in
+        ``frames``; a run with none drawn there is left out): one line in the events' colour
+        naming each shown run's latest event at or before the cursor's step, and whether the
+        frame shown predates it; cut with "…" to the panel (``width``), every event so far in
+        full on hover. Nothing when no run had one yet. Returns whether it drew the line."""
         parts, full = [], []
         several = len(self.runs) > 1
         for run in self.runs:
             before = self._events_so_far(run)
-            if not before:
+            if not before or (frames is not None and run.name not in frames):  # (no frame drawn)
                 continue
             s, t = before[-1]
-            more = f" ({len(before)} so far)" if len(before) > 1 else ""
-            fs = (frames or {}).get(run.name)
+            more = f", {len(before)} so far" if len(before) > 1 else ""
+            fs = None if frames is None else frames[run.name]
             # the frame shown is the latest at or before the cursor: it may come from before the change
-            when = "" if fs is None else (f" (the frame shown, step {fs}, is from before it)" if fs < s
-                                          else f" (before the frame shown, step {fs})")
-            parts.append(f"{run.name}: event at step {s}{more}: {t}{when}" if several
-                         else f"event at step {s}{more}: {t}{when}")
+            when = "" if fs is None else (f", the frame shown (step {fs}) predates it" if fs < s
+                                          else f", before the frame shown (step {fs})")
+            parts.append(f"{run.name}: event at step {s}{more}{when}: {t}" if several
+                         else f"event at step {s}{more}{when}: {t}")
             full += [f"{run.name}, step {at}: {text}" for at, text in before]
         if not parts:
             return False
