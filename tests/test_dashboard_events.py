@@ -110,6 +110,11 @@ def test_a_child_is_drawn_from_the_branch_point_on_its_parents_axis(tmp_path, mo
     dash = app.Dashboard([parent, child], size=(1200, 800), panels=["loss"], columns=1)
     try:
         dash.render()
+        # epochs overlaid: nothing of the child before its branch point, all of it after its end
+        dash.cursor = 20
+        assert dash._epoch_segments(child, "train/loss") == [] and dash._epoch_segments(parent, "train/loss")
+        dash.cursor = 100
+        assert [k for k, *_ in dash._epoch_segments(child, "train/loss")] == [1, 2]
     finally:
         dash.close()
     xs = [x for label, x in lines if label == "train/loss · finetune"]

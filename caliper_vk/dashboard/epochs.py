@@ -84,24 +84,28 @@ class EpochOverlays:
             self._cache[key] = [k for k in panel.keys if any(per_step(run, k) for run in self.runs)]
         return self._cache[key]
 
-    def _epoch_note(self, panel: model.Panel) -> str:
-        """The line under an overlaid panel: which epochs are drawn, how, and what is left out."""
+    def _epoch_notes(self, panel: model.Panel) -> list[str]:
+        """The lines under an overlaid panel: which epochs are drawn, how, and what is left out."""
         keys = self._overlayable(panel)
         nums = [k for run in self.runs for key in keys
                 for k, *_ in self._epoch_segments(run, key)]
         left = [k for k in panel.keys if k not in keys and any(k in run.metrics for run in self.runs)]
-        out = "no epoch begun at the cursor"
+        out = "no epoch begun at the cursor in the run" + ("s shown" if len(self.runs) > 1 else " shown")
         if nums:
             first, last = min(nums), max(nums)
             out = (f"epoch {first}" if first == last else f"epochs {first}–{last}") + \
                 " to the cursor: the newest in full colour, older ones fainter"
-        if left:  # said before the line can be cut at the panel's edge
-            return f"not overlaid (a sample an epoch): {', '.join(left)}; {out}"
-        return out
+        return [out, *([f"not overlaid (about a sample an epoch): {', '.join(left)}"] if left else [])]
 
     def _epoch_segments(self, run, key: str) -> list:
+        """``run``'s epochs of ``key`` to draw at the cursor: none before the run began (a child
+        run on its parent's axis), every one up to its end after it ended."""
         step = run.to_step(self.axis, self.cursor)
-        return epoch_segments(run, key, step if step is not None else np.inf, self.history)
+        if step is None:
+            r = run.step_range
+            first = run.coordinate(self.axis, np.array([r[0]], float))[0] if r else np.nan
+            step = np.inf if np.isfinite(first) and self.cursor > first else -np.inf
+        return epoch_segments(run, key, step, self.history)
 
     def _epoch_plot(self, panel: model.Panel, index: int, height: float) -> None:
         """Panel ``index``'s plot in its epochs mode (the title, toggles and notes are the

@@ -62,7 +62,7 @@ class ScalarPanels:
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
         if by_epoch:
-            notes.append(self._epoch_note(panel))
+            notes += self._epoch_notes(panel)
         # the plot takes what the title, the definitions and the notes below it leave
         rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
