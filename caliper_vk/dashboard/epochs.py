@@ -87,14 +87,20 @@ class EpochOverlays:
     def _epoch_notes(self, panel: model.Panel) -> list[str]:
         """The lines under an overlaid panel: which epochs are drawn, how, and what is left out."""
         keys = self._overlayable(panel)
-        nums = [k for run in self.runs for key in keys
-                for k, *_ in self._epoch_segments(run, key)]
+        spans = []  # per run: the epochs drawn
+        for run in self.runs:
+            nums = [k for key in keys for k, *_ in self._epoch_segments(run, key)]
+            if nums:
+                first, last = min(nums), max(nums)
+                spans.append((run.name, f"{first}" if first == last else f"{first}–{last}"))
         left = [k for k in panel.keys if k not in keys and any(k in run.metrics for run in self.runs)]
         out = "no epoch begun at the cursor in the run" + ("s shown" if len(self.runs) > 1 else " shown")
-        if nums:
-            first, last = min(nums), max(nums)
-            out = (f"epoch {first}" if first == last else f"epochs {first}–{last}") + \
-                " to the cursor: the newest in full colour, older ones fainter"
+        if len(self.runs) == 1 and spans:
+            out = f"epoch{'s' if '–' in spans[0][1] else ''} {spans[0][1]} to the cursor: the newest in full " \
+                "colour, older ones fainter"
+        elif spans:  # each run's own epochs (a fine-tune's epoch 1 is not its parent's)
+            out = "epochs to the cursor, the newest in full colour, older ones fainter: " + \
+                "; ".join(f"{name} {span}" for name, span in spans)
         return [out, *([f"not overlaid (about a sample an epoch): {', '.join(left)}"] if left else [])]
 
     def _epoch_segments(self, run, key: str) -> list:
