@@ -9,6 +9,7 @@ import pytest
 
 from caliper_vk.dashboard import app, model
 from caliper_vk.dashboard.marks import EVENT_RGB
+from caliper_vk.engine.window import Event
 from caliper_vk.record import Recorder, load_run
 
 
@@ -138,6 +139,14 @@ def _noted(monkeypatch):
     return notes
 
 
+def _tooltips(monkeypatch) -> list[str]:
+    """The tooltips set in the frames that follow."""
+    tips = []
+    real = app.imgui.set_tooltip
+    monkeypatch.setattr(app.imgui, "set_tooltip", lambda text, *a: (tips.append(text), real(text, *a))[1])
+    return tips
+
+
 def _event_coloured(px):  # (anti-aliased, blended: the hue, not the exact value)
     r, g, b = px[..., 0], px[..., 1], px[..., 2]
     return (g - r > 120) & (g - b > 50)
@@ -174,6 +183,12 @@ def test_panels_drawn_at_the_cursor_name_the_events_so_far(tmp_path, monkeypatch
         for _, (x0, y0, x1, y1) in notes:
             box = rgba[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1)), :3].astype(float)
             assert _event_coloured(box).sum() > 50  # the text is drawn, in the events' colour
+        tips = _tooltips(monkeypatch)  # hovering the note shows every event so far in full
+        _, (x0, y0, x1, y1) = notes[-1]
+        for _ in range(2):  # (Dear ImGui takes the hover from the frame's mouse position)
+            dash.frame(events=[Event("move", x=(x0 + x1) / 2, y=(y0 + y1) / 2)])
+            dash.ui.render()
+        assert "events at or before the cursor:\narr, step 22: data: augmentation switched on" in tips
         notes.clear()
         dash.cursor = 15  # before the event: no note
         dash.frame(events=[])
@@ -202,6 +217,16 @@ def test_an_event_is_drawn_in_its_epoch_when_epochs_are_overlaid(tmp_path, monke
     (c,) = cols
     assert x0 <= c <= x1
     assert xs[-1] == ("events (hover a line: what changed)", [4.0])  # step 34: step 4 of epoch 4
+    tips = _tooltips(monkeypatch)  # hovering the line shows its text, with its epoch
+    dash = app.Dashboard([run], size=(900, 600), panels=["^loss$"], columns=1, cursor=38, epochs=True)
+    try:
+        dash.render()
+        for _ in range(2):
+            dash.frame(events=[Event("move", x=c + 1, y=(y0 + y1) / 2)])
+            dash.ui.render()
+    finally:
+        dash.close()
+    assert "switch, step 34 (epoch 4): loss switched: cross-entropy -> label-smoothed (0.1)" in tips
     px = int(np.floor(c))
     strip = rgba[int(y0) + 2:int(y1) - 2, px - 1:px + 2, :3].astype(float)
     assert _event_coloured(strip).any(axis=1).mean() > 0.6
