@@ -236,11 +236,15 @@ def test_caliper_view_epochs_overlays_every_per_step_panel(tmp_path, monkeypatch
     from caliper_vk.cli import main
 
     _run(tmp_path / "switch")
-    labels = []
-    real = app.implot.plot_line
+    labels, limits = [], []
+    real, real_limits = app.implot.plot_line, app.implot.setup_axis_limits
     monkeypatch.setattr(app.implot, "plot_line", lambda label, *a: (labels.append(label), real(label, *a))[1])
+    monkeypatch.setattr(app.implot, "setup_axis_limits", lambda axis, lo, hi, *a: (
+        limits.append((axis, lo, hi)), real_limits(axis, lo, hi, *a))[1])
     out = tmp_path / "epochs.png"
     assert main(["view", str(tmp_path / "switch"), "--epochs", "--panel", "loss|lr", "--png", str(out)]) == 0
     assert "written to" in capsys.readouterr().out and out.exists()
     assert {"train/loss · epoch 6", "lr/group0 · epoch 6"} <= set(labels)  # the newest epoch, in both panels
     assert not any(label.startswith("val/loss") for label in labels)  # a sample an epoch: not overlaid
+    # a constant learning rate reads on +-10% around it, as over progress (not on ImPlot's +-0.5)
+    assert (app.implot.ImAxis_.y1, pytest.approx(0.9e-3), pytest.approx(1.1e-3)) in limits

@@ -10,7 +10,7 @@ each older one fainter. The epochs are the run's own (``Recorder.end_epoch``), o
 ``steps_per_epoch`` multiples when it recorded none; the epoch still running at the cursor is
 drawn up to the cursor, so moving the cursor replays the epochs. A series with about one sample
 per epoch (a validation loss) has nothing to overlay: the panel names it and leaves it out.
-The run's events are drawn at their place in their epoch, as faint as the epoch.
+The run's events are drawn at their place in their epoch, fainter in an older one.
 
 A mixin of :class:`~caliper_vk.dashboard.app.Dashboard`.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from . import model
-from .marks import EVENT_RGB
+from .marks import EVENT_RGB, HOVER_PX
 from .style import NEUTRAL, _series_shade, _spec, series_rgb
 
 
@@ -120,9 +120,21 @@ class EpochOverlays:
             return
         # a margin on both axes: an event at an epoch's last step is drawn inside the plot, not under its frame
         implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.03, 0.08))
-        implot.setup_axes("steps into the epoch", "", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
-        if index in self.log_y:  # values <= 0 have no place on it and are left out by ImPlot
+        linear = index not in self.log_y
+        # as over progress: memory reads from zero (a 1% change must not fill the panel), a constant
+        # series gets +-10% around its value
+        zero = model.zero_based(panel) and linear
+        flat = self._flat(panel) if linear and not zero else None
+        fixed = zero or flat is not None
+        implot.setup_axes("steps into the epoch", "", implot.AxisFlags_.auto_fit,
+                          0 if fixed else implot.AxisFlags_.auto_fit)
+        if not linear:  # values <= 0 have no place on it and are left out by ImPlot
             implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+        elif zero:
+            top = self._y_max(panel)
+            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0, imgui.Cond_.always)
+        elif flat is not None:
+            implot.setup_axis_limits(implot.ImAxis_.y1, *flat, imgui.Cond_.always)
         keys = self._overlayable(panel)
         one = len(self.runs) == 1
         plot_w = max(50, int(implot.get_plot_size().x))
@@ -152,8 +164,8 @@ class EpochOverlays:
         implot.pop_style_var()
 
     def _epoch_events(self, run, drawn: dict) -> None:
-        """``run``'s events in the epochs drawn, at their place in their epoch (as faint as it),
-        with their text on hover."""
+        """``run``'s events in the epochs drawn, at their place in their epoch (fainter in an older
+        epoch, but never so faint as to be missed), with their text on hover."""
         if not run.events or not drawn:
             return
         ends = epoch_bounds(run)
@@ -167,8 +179,8 @@ class EpochOverlays:
                 continue
             x = float(s - starts[k])
             implot.plot_inf_lines(self._item("events (hover a line: what changed)", EVENT_RGB),
-                                  np.array([x]), _spec(EVENT_RGB, alpha=0.9 * drawn[k + 1], weight=1.5))
-            if hovered and abs(implot.plot_to_pixels(x, 0.0).x - mouse) <= 4:
+                                  np.array([x]), _spec(EVENT_RGB, alpha=0.35 + 0.55 * drawn[k + 1], weight=1.5))
+            if hovered and abs(implot.plot_to_pixels(x, 0.0).x - mouse) <= HOVER_PX:
                 near.append(f"{run.name}, step {s} (epoch {k + 1}): {text}")
         if near:
             imgui.set_tooltip("\n".join(near))

@@ -5,8 +5,8 @@ a loss switched, a schedule edited, the data changed) and where it branched from
 Every plot over progress (scalar panels, histograms over time, recall/precision, a cell's trace)
 draws each shown run's events as vertical lines at their step, in one colour kept for events,
 with the event's text in a tooltip when the mouse is within a few pixels of the line; a scalar
-panel with its epochs overlaid draws each event at its place in its epoch, as faint as the
-epoch. A panel drawn at the cursor's step instead (array probes, confusion matrices, histograms
+panel with its epochs overlaid draws each event at its place in its epoch, fainter in an
+older epoch. A panel drawn at the cursor's step instead (array probes, confusion matrices, histograms
 overlaid or offset) has a line in the events' colour naming the latest event at or before the
 cursor's step in each run and whether the frame shown predates it, every event so far on hover.
 The sidebar's cursor readout names the latest event at or before the cursor in each run. A child
@@ -72,12 +72,12 @@ class MarkedPanels:
         step = run.to_step(self.axis, self.cursor)
         return [] if step is None or not run.events else [(s, t) for s, t in run.events if s <= step]
 
-    def _event_note(self, frames: dict | None = None, width: float | None = None) -> bool:
+    def _event_note(self, frames: dict | None = None) -> bool:
         """In a panel drawn at the cursor's step (the step of the frame drawn, by run name, in
         ``frames``; a run with none drawn there is left out): one line in the events' colour
         naming each shown run's latest event at or before the cursor's step, and whether the
-        frame shown predates it; cut with "…" to the panel (``width``), every event so far in
-        full on hover. Nothing when no run had one yet. Returns whether it drew the line."""
+        frame shown predates it; cut with "…" to the panel, every event so far in full on
+        hover. Nothing when no run had one yet. Returns whether it drew the line."""
         parts, full = [], []
         several = len(self.runs) > 1
         for run in self.runs:
@@ -96,8 +96,7 @@ class MarkedPanels:
         if not parts:
             return False
         line = "; ".join(parts)
-        room = imgui.get_content_region_avail().x if width is None else width
-        imgui.text_colored(_col(EVENT_RGB, 0.9), fit_text(line, room))
+        imgui.text_colored(_col(EVENT_RGB, 0.9), fit_text(line, imgui.get_content_region_avail().x))
         if imgui.is_item_hovered():
             imgui.set_tooltip("events at or before the cursor:\n" + "\n".join(full))
         return True
