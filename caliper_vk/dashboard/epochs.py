@@ -118,23 +118,29 @@ class EpochOverlays:
         scalar panel's): every overlaid series of every shown run, epoch over epoch."""
         if not self._begin_plot(f"##ep{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             return
-        # a margin on both axes: an event at an epoch's last step is drawn inside the plot, not under its frame
-        implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.03, 0.08))
         linear = index not in self.log_y
-        # as over progress: memory reads from zero (a 1% change must not fill the panel), a constant
-        # series gets +-10% around its value
+        # a margin: an event at an epoch's last step is drawn inside the plot, not under its frame (and
+        # on a linear y axis a curve at its extreme; ImPlot would pad a log axis linearly, to 1e-300)
+        implot.push_style_var(implot.StyleVar_.fit_padding, imgui.ImVec2(0.03, 0.08 if linear else 0.0))
+        # the y axis as over progress (scalars.py): memory from zero (a 1% change must not fill the
+        # panel), a constant +-10% around it, far outliers at the edge of a robust range, log padded
+        # by decades
         zero = model.zero_based(panel) and linear
-        flat = self._flat(panel) if linear and not zero else None
-        fixed = zero or flat is not None
+        robust = (self._robust(panel) or self._flat(panel)) if linear and not zero else None
+        logged = None if linear else self._cached("log", panel, model.log_limits)
+        fixed = zero or robust is not None or logged is not None
         implot.setup_axes("steps into the epoch", "", implot.AxisFlags_.auto_fit,
                           0 if fixed else implot.AxisFlags_.auto_fit)
         if not linear:  # values <= 0 have no place on it and are left out by ImPlot
             implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+            if logged is not None:
+                implot.setup_axis_limits(implot.ImAxis_.y1, *logged, imgui.Cond_.always)
         elif zero:
             top = self._y_max(panel)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top * 1.05 if top > 0 else 1.0, imgui.Cond_.always)
-        elif flat is not None:
-            implot.setup_axis_limits(implot.ImAxis_.y1, *flat, imgui.Cond_.always)
+        elif robust is not None:
+            implot.setup_axis_limits(implot.ImAxis_.y1, *robust, imgui.Cond_.always)
+        self._clip = robust if robust is not None and robust != self._flat(panel) else None
         keys = self._overlayable(panel)
         one = len(self.runs) == 1
         plot_w = max(50, int(implot.get_plot_size().x))
@@ -159,9 +165,13 @@ class EpochOverlays:
                         implot.plot_line(label, c, lo, spec)
                     else:
                         implot.plot_line(label, x, y, spec)
+                        c, lo, hi = x, y, y
+                    if self._clip is not None:  # outliers as triangles on the plot's edge (scalars.py)
+                        self._clipped(c, hi, lo, shade)
             self._epoch_events(run, drawn)
         self._end_plot()
         implot.pop_style_var()
+        self._clip = None
 
     def _epoch_events(self, run, drawn: dict) -> None:
         """``run``'s events in the epochs drawn, at their place in their epoch (fainter in an older
