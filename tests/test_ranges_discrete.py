@@ -10,7 +10,7 @@ import torch
 
 import caliper_vk as cv
 from caliper_vk.exporters import discrete
-from caliper_vk.views import Curve, Heatmap, Histogram, Images, TextGrid
+from caliper_vk.views import Confusion, Curve, Heatmap, Histogram, Images, TextGrid
 from images import assert_same_image
 
 CASES = {  # name: (shape, view, options, twin class)
@@ -24,6 +24,8 @@ CASES = {  # name: (shape, view, options, twin class)
     "images-per-tile": ((6, 5, 7), "images", {}, Images),
     "images-shared-symmetric": ((6, 5, 7), "images", {"normalize": "shared", "value_range": "symmetric"},
                                 Images),
+    # (0, 1) grown to the values on the device; the cells' text is the host's (see confusion.py)
+    "confusion-counts": ((6, 6), "confusion", {"counts_in_cells": False}, Confusion),
 }
 
 
@@ -67,3 +69,29 @@ def test_discrete_view_written_after_attach_matches_twin(name, device, artifacts
             if kind != "images" or panel.view.shared:
                 lo, hi, _ = twin.reference_range(last=None if kind != "curve" else max(r.height - 1, 1))
                 assert panel.view.range == (float(lo), float(hi))  # the title's range is the frame's
+
+
+def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_largest(device, artifacts):
+    """int32 counts read in place, attached at zero: the colour range is (0, max(1, largest count))
+    of the counts each frame read, as the twin from a ``.cpu()`` copy after ``flush()`` has it."""
+    t = discrete.empty((5, 5), torch.int32)
+    rng = np.random.default_rng(25)
+    importable = device.info.has("VK_EXT_external_memory_host")
+    with cv.Session(window=False, size=(160, 140), budget=None) as s:
+        panel = s.attach(t, "confusion", name="val", counts_in_cells=False)
+        s.step(0)
+        s.flush()
+        assert panel.view.range == (0.0, 1.0)  # all zero: the range's floor
+        for step, top in ((1, 9), (2, 700), (3, 40)):
+            with panel.writing():
+                t.copy_(torch.from_numpy(rng.integers(0, top, (5, 5), dtype=np.int32)))
+            with discrete.transfers() as moved:
+                s.step(step)
+                frame = s.flush()
+            assert moved.to_host == (0 if importable else 1)
+            copy = t.cpu().numpy()
+            twin = Confusion(copy, counts_in_cells=False)
+            r = panel.view.rect
+            assert_same_image(region(frame, panel), twin.reference(r.width, r.height),
+                              artifacts / f"confusion-{step}")
+            assert panel.view.range == (0.0, float(max(copy.max(), 1)))
