@@ -38,8 +38,7 @@ import caliper_vk as cv
 from caliper_vk.exporters import discrete
 from caliper_vk.selftest import TENSOR_VIEWS as VIEWS
 from caliper_vk.selftest import sample
-from caliper_vk.views import make_view
-from images import assert_same_image
+from images import assert_panel_matches_twin
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int32": torch.int32, "uint8": torch.uint8}
@@ -129,20 +128,6 @@ def synchronize(backend: str) -> None:
         torch.mps.synchronize()
 
 
-def assert_matches_twin(frame, panel, tensor, view: str, folder, **options) -> None:
-    """The panel's pixels and counters in ``frame`` equal those of its view's twin made from a
-    ``.cpu()`` copy of ``tensor`` taken now (call it after ``flush()``): the values the device
-    read, not a host copy made at attach. ``options``: the view's, as given to ``attach``."""
-    copy = tensor.cpu()
-    v, r = panel.view, panel.view.rect
-    if view == "pointcloud":  # the panel's camera, which the session may have turned
-        options = {"yaw_deg": v._yaw, "pitch_deg": v._pitch, "zoom": v.zoom, **options}
-    twin = make_view(view, **options)
-    twin.set_data(copy)
-    want, stats = twin.reference_with_stats(r.width, r.height)
-    assert_same_image(frame[r.y:r.y + r.height, r.x:r.x + r.width], want, folder)
-    assert v.stats == stats
-
 
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 @pytest.mark.parametrize("view", sorted(VIEWS))
@@ -158,7 +143,7 @@ def test_every_view_in_every_dtype_reads_the_tensor_in_place_like_its_twin(backe
         panel = s.attach(t, view, name="x")
         assert panel.path == "zero-copy", panel.reason
         s.step(0)
-        assert_matches_twin(s.flush(), panel, t, view, artifacts)
+        assert_panel_matches_twin(s.flush(), panel, t, artifacts)
 
 
 def moving(step: int, n: int = 300) -> torch.Tensor:
@@ -182,7 +167,7 @@ def test_a_point_cloud_attached_at_zeros_then_moving_matches_twins_of_cpu_copies
                 t.copy_(on_backend(backend, moving(step)))
             s.step(step)
             frame = s.flush()
-            assert_matches_twin(frame, panel, t, "pointcloud", artifacts / f"step{step}", point_size_px=2)
+            assert_panel_matches_twin(frame, panel, t, artifacts / f"step{step}", point_size_px=2)
             assert panel.view.stats["drawn"] > 250, panel.view.stats  # fitted to this step's points
 
 
@@ -218,7 +203,7 @@ def test_vmm_allocation_is_zero_copy(backend, monkeypatch, artifacts):
         panel = s.attach(t, "pointcloud", name="emb")
         assert panel.path == "zero-copy", panel.reason
         s.step(0)
-        assert_matches_twin(s.flush(), panel, t, "pointcloud", artifacts)
+        assert_panel_matches_twin(s.flush(), panel, t, artifacts)
 
 
 def racing_frames(backend: str, sync: bool, frames: int, stop_at_first_tear: bool = False) -> list:
@@ -298,7 +283,7 @@ def test_other_cuda_tensors_are_mirrored_on_the_device(backend, artifacts):
         with panel.writing():
             t.mul_(-1.0)
         frame = s.render()
-        assert_matches_twin(frame, panel, t, "pointcloud", artifacts)
+        assert_panel_matches_twin(frame, panel, t, artifacts)
 
 
 def test_a_renderer_on_another_device_refuses_the_tensor(backend):
