@@ -73,12 +73,16 @@ def test_discrete_view_written_after_attach_matches_twin(name, device, artifacts
 
 def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_largest(device, artifacts):
     """int32 counts read in place, attached at zero: the colour range is (0, max(1, largest count))
-    of the counts each frame read, as the twin from a ``.cpu()`` copy after ``flush()`` has it."""
+    of the counts each frame read, as the twin from a ``.cpu()`` copy after ``flush()`` has it.
+    Read in place, the cells carry no text (the host sees only the attach-time copy); staged
+    (a device without host import), the text is the frame's counts."""
     t = discrete.empty((5, 5), torch.int32)
     rng = np.random.default_rng(25)
     importable = device.info.has("VK_EXT_external_memory_host")
-    with cv.Session(window=False, size=(160, 140), budget=None) as s:
-        panel = s.attach(t, "confusion", name="val", counts_in_cells=False)
+    with cv.Session(window=False, size=(320, 280), budget=None) as s:
+        panel = s.attach(t, "confusion", name="val")
+        r = panel.view.rect
+        assert panel.view.layout(r.width, r.height)["fit"] >= 3  # cells big enough for counts
         s.step(0)
         s.flush()
         assert panel.view.range == (0.0, 1.0)  # all zero: the range's floor
@@ -90,7 +94,8 @@ def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_lar
                 frame = s.flush()
             assert moved.to_host == (0 if importable else 1)
             copy = t.cpu().numpy()
-            twin = Confusion(copy, counts_in_cells=False)
+            twin = Confusion(copy, counts_in_cells=not importable)
+            assert panel.view.tokens == twin.tokens  # no stale numbers: none, or this frame's
             r = panel.view.rect
             assert_same_image(region(frame, panel), twin.reference(r.width, r.height),
                               artifacts / f"confusion-{step}")

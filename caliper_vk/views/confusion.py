@@ -12,10 +12,10 @@ frame that draws them (the range pass's ``MODE_GROW``): a tensor read in place i
 coloured by the counts that frame read, with no host read. Shares span ``(0, 1)``.
 Each cell carries its count as text (up to ``MAX_TEXT_CLASSES`` classes, when
 the cells are big enough for glyphs), and the rows and columns their class
-names. The text is laid out on the host from the host's view of the counts: for a
-GPU tensor read in place that is the copy made at attach (``counts_in_cells=False``
-leaves it out). It is drawn by the textgrid's passes, so it inherits their byte-exact
-twin.
+names. The text is laid out on the host from the host's view of the counts, so a
+GPU tensor read in place (whose host view is the copy made at attach) is drawn
+without it: colours only, never stale numbers. It is drawn by the textgrid's
+passes, so it inherits their byte-exact twin.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ class Confusion(TextGrid):
         self.set_labels(names, names)
 
     def _refresh_display(self) -> None:
-        counts = self.counts_source.float32()
         if self.normalize == "row":
+            counts = self.counts_source.float32()
             totals = counts.astype(np.float64).sum(axis=1)
             with np.errstate(divide="ignore"):
                 recip = np.where(totals > 0, 1.0 / totals, np.nan).astype(F32)
@@ -109,14 +109,18 @@ class Confusion(TextGrid):
         else:
             self.source = self.counts_source  # drawn straight from the counts (zero-copy when live)
         self._dirty.add("data")
-        self._update_text(counts)
+        self._update_text()
 
-    def _update_text(self, counts: np.ndarray) -> None:
-        """The cells' text follows the counts (re-laid out only when they change)."""
-        if not self.counts_in_cells or counts.shape[0] > MAX_TEXT_CLASSES:
+    def _update_text(self) -> None:
+        """The cells' text follows the counts (re-laid out only when they change). A GPU tensor
+        read in place has no text: the host holds only the copy made at attach, and its counts
+        would be stale numbers beside current colours."""
+        source = self.counts_source
+        if not self.counts_in_cells or source.shape[0] > MAX_TEXT_CLASSES or not source.current:
             if self._ids is not None:
                 self.set_tokens(None)
             return
+        counts = source.float32()
         if self._texted is not None and np.array_equal(self._texted, counts, equal_nan=True):
             return
         self._texted = counts.copy()
