@@ -1,4 +1,5 @@
-"""On the emulated discrete device (caliper_vk.exporters.discrete), every ranged view draws data
+"""On the emulated discrete device (caliper_vk.exporters.discrete), every ranged view (the confusion
+view too) draws data
 written after attach byte for byte as its twin made from a ``.cpu()`` copy taken after
 ``flush()``: tensors attached at zeros, then filled with values whose range moves and changes
 sign each step. Where the device imports the tensor in place, a step and its frame make no
@@ -100,3 +101,26 @@ def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_lar
             assert_same_image(region(frame, panel), twin.reference(r.width, r.height),
                               artifacts / f"confusion-{step}")
             assert panel.view.range == (0.0, float(max(copy.max(), 1)))
+
+
+def test_discrete_confusion_rewound_step_shows_its_own_range(artifacts):
+    """Rewind redraws a kept step of in-place counts over the range remade from its kept bytes."""
+    t = discrete.empty((4, 4), torch.int32)
+    rng = np.random.default_rng(7)
+    with cv.Session(window=False, size=(200, 160), history="1MB", budget=None) as s:
+        panel = s.attach(t, "confusion", name="val")
+        frames, ranges = {}, {}
+        for step, top in ((1, 5), (2, 900), (3, 60)):
+            with panel.writing():
+                t.copy_(torch.from_numpy(rng.integers(0, top, (4, 4), dtype=np.int32)))
+            assert s.step(step)
+            frames[step] = s.flush().copy()
+            ranges[step] = panel.view.range
+        assert len(set(ranges.values())) == 3
+        r = panel.view.rect
+        for k in (2, 1, 3):
+            s.rewind(k)
+            again = s.render()
+            assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
+                              frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"cm-{k}")
+            assert panel.view.range == ranges[k]
