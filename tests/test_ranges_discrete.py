@@ -1,7 +1,6 @@
 """On the emulated discrete device (caliper_vk.exporters.discrete), every ranged view (the confusion
-view too) draws data
-written after attach byte for byte as its twin made from a ``.cpu()`` copy taken after
-``flush()``: tensors attached at zeros, then filled with values whose range moves and changes
+view too) draws data written after attach byte for byte as its twin made from a ``.cpu()`` copy
+taken after ``flush()``: tensors attached at zeros, then filled with values whose range moves and changes
 sign each step. Where the device imports the tensor in place, a step and its frame make no
 device-to-host transfer: the ranges, the smoothing and the titles come from the device."""
 
