@@ -311,8 +311,8 @@ class Canvas:
 
         Each view's twin reads its host values: for a GPU tensor read in place (CUDA, MPS, the
         emulated discrete GPU) those are the copy made at attach, not what the device drew from.
-        Compare such a panel with a twin of a ``.cpu()`` copy taken after the frame instead
-        (``tests/images.py: assert_panel_matches_twin``)."""
+        Compare such a panel with its view's twin made from a ``.cpu()`` copy taken after the
+        frame instead."""
         out = np.empty((self.height, self.width, 4), np.uint8)
         out[:] = self.color
         for p in self.panels:
