@@ -342,10 +342,22 @@ class TextGrid(RangedView):
         lo, hi = self.range
         return chrome.range_legend(lo, hi, self._lut)
 
+    def _drawn_input(self, lay: dict) -> tuple[int, int]:
+        """Bind the input and return the (byte offset, dtype code) the stats and drawing passes
+        read it at; a view that draws values made on the device from its input (the confusion
+        view's row shares) binds its own buffer here (:meth:`_record_drawn`)."""
+        _, base, dtype = self._data_binding()
+        return base, dtype
+
+    def _record_drawn(self, rec) -> tuple:
+        """Record the passes that make what the stats and drawing passes read, before them: the
+        buffer they read and those passes' descriptor sets. The text grid reads its input."""
+        return self._bound["data"], []
+
     def prepare(self) -> None:
         r = self.rect
-        _, base, dtype = self._data_binding()
         lay = self.layout(r.width, r.height)
+        base, dtype = self._drawn_input(lay)
         self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype, lay))
         self._upload("stats_params", self._stats_params(base, dtype))
         self._upload("range_params", self._range_params())
@@ -365,7 +377,7 @@ class TextGrid(RangedView):
         """The passes read the values: they run in the frame's first submission."""
         b = self._buffers
         self._drop_sets()
-        data = self._bound["data"]
+        data, made = self._record_drawn(rec)
         stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
             [b["stats_params"], data, b["stats"]])
         lay = self.layout(self.rect.width, self.rect.height)
@@ -374,7 +386,7 @@ class TextGrid(RangedView):
         draw = pipeline(self.device, "textgrid", ["uniform"] + ["buffer"] * 5 + ["image"], spec).bind(
             [b["params"], data, b["colors"], b["strings"], b["atlas"], b["stats"], self.target])
         resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        self._sets = [stats, resolve, draw]
+        self._sets = [*made, stats, resolve, draw]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         record_range_pass(rec, resolve)
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
