@@ -215,6 +215,10 @@ class Confusion(TextGrid):
             out[: n * n, : cells.shape[1]] = cells
         return out
 
+    def _uploaded_strings(self, lay: dict) -> np.ndarray:
+        """The labels only: the cells pass writes the cells' text, from the counts the frame reads."""
+        return super().strings(lay)
+
     def _cells_params(self, lay: dict, base: int, dtype: int) -> np.ndarray:
         n = self.source.shape[0]
         ellipsis = glyph_table()[1]["ellipsis"]

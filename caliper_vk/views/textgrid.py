@@ -349,6 +349,11 @@ class TextGrid(RangedView):
         _, base, dtype = self._data_binding()
         return base, dtype
 
+    def _uploaded_strings(self, lay: dict) -> np.ndarray:
+        """The strings the host uploads (:meth:`strings`; the confusion view's cells pass writes
+        its cells' own on the device)."""
+        return self.strings(lay)
+
     def _record_drawn(self, rec) -> tuple:
         """Record the passes that make what the stats and drawing passes read, before them: the
         buffer they read and those passes' descriptor sets. The text grid reads its input."""
@@ -363,7 +368,7 @@ class TextGrid(RangedView):
         self._upload("range_params", self._range_params())
         key = (self._text_version, tuple(sorted(lay.items())))
         if key != self._strings_key or "strings" not in self._buffers:
-            self._upload("strings", self.strings(lay))
+            self._upload("strings", self._uploaded_strings(lay))
             self._strings_key = key
         if "all" in self._dirty or "colors" not in self._buffers:
             self._upload("colors", self._lut)
