@@ -110,24 +110,28 @@ def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_lar
             assert panel.view.range == (0.0, top)
 
 
-def test_discrete_confusion_rewound_step_shows_its_own_range(artifacts):
-    """Rewind redraws a kept step of in-place counts over the range remade from its kept bytes."""
+@pytest.mark.parametrize("normalize", ["none", "row"])
+def test_discrete_confusion_rewound_step_shows_its_own_range(normalize, artifacts):
+    """Rewind redraws a kept step of in-place counts over the range, shares and text remade on the
+    device from its kept bytes: as that step's frame showed it, as its twin draws it."""
     t = discrete.empty((4, 4), torch.int32)
     rng = np.random.default_rng(7)
     with cv.Session(window=False, size=(200, 160), history="1MB", budget=None) as s:
-        panel = s.attach(t, "confusion", name="val")
-        frames, ranges = {}, {}
+        panel = s.attach(t, "confusion", name="val", normalize=normalize)
+        frames, ranges, copies = {}, {}, {}
         for step, top in ((1, 5), (2, 900), (3, 60)):
             with panel.writing():
                 t.copy_(torch.from_numpy(rng.integers(0, top, (4, 4), dtype=np.int32)))
             assert s.step(step)
             frames[step] = s.flush().copy()
-            ranges[step] = panel.view.range
-        assert len(set(ranges.values())) == 3
+            ranges[step], copies[step] = panel.view.range, t.cpu().numpy()
+        assert len(set(ranges.values())) == (3 if normalize == "none" else 1)
         r = panel.view.rect
         for k in (2, 1, 3):
             s.rewind(k)
-            again = s.render()
-            assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
-                              frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"cm-{k}")
+            again = s.render()[r.y:r.y + r.height, r.x:r.x + r.width]
+            assert_same_image(again, frames[k][r.y:r.y + r.height, r.x:r.x + r.width],
+                              artifacts / f"cm-{normalize}-{k}")
+            assert_same_image(again, Confusion(copies[k], normalize=normalize).reference(r.width, r.height),
+                              artifacts / f"cm-twin-{normalize}-{k}")
             assert panel.view.range == ranges[k]
