@@ -181,11 +181,6 @@ class Confusion(TextGrid):
         self.set_labels(names, names)
 
     @property
-    def counts_source(self) -> Source:
-        """The counts' source (the view's input)."""
-        return self.source
-
-    @property
     def data(self) -> np.ndarray:
         """The values the cells are coloured by, as the cells pass writes them (the twin): the
         counts as float32, or with ``normalize="row"`` the row shares (:func:`row_shares`)."""
