@@ -18,6 +18,8 @@ import numpy as np
 
 from .. import chrome
 from .._arrays import to_host
+from ..engine.shaders.params import TEXTGRID
+from ._registry import register_view
 from ._source import Source
 from .textgrid import TextGrid
 
@@ -37,6 +39,8 @@ def count_text(counts: np.ndarray) -> np.ndarray:
     return out
 
 
+@register_view("confusion", block=TEXTGRID, passes=("heatmap_stats", "range_resolve", "textgrid"),
+               inputs=("counts",), tests=("tests/test_confusion.py",))
 class Confusion(TextGrid):
     """A confusion matrix panel.
 

@@ -23,10 +23,11 @@ import numpy as np
 from .. import chrome
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import CURVE as CV, HEATMAP as HM
+from ..engine.shaders.params import CURVE as CV, HEATMAP as HM, ParamValues
 from ._base import RangedView, pipeline, record_range_pass, resolve_range
+from ._registry import register_view
 from ._source import Source
-from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass
+from .heatmap import record_stats_pass
 
 F32 = np.float32
 NO_ROWS = 0xFFFFFFFF
@@ -63,6 +64,10 @@ def ema32(values: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
+@register_view("curve", block=CV, passes=("heatmap_stats", "range_resolve", "curve_smooth", "curve_columns",
+                                         "curve_raster"), inputs=("data",),
+               tests=("tests/test_curve_exact.py", "tests/test_ranges_on_device.py",
+                      "tests/test_ranges_discrete.py"), cli=True)
 class Curve(RangedView):
     """A trace of values over their index (a step axis).
 
@@ -103,19 +108,16 @@ class Curve(RangedView):
         return max(self.rect.height - 1, 1) if self.rect is not None else 1
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-               dtype: int = 0) -> np.ndarray:
+               dtype: int = 0) -> ParamValues:
         n = self.source.array.size
-        p = CV.new()
-        p[CV.N], p[CV.BASE], p[CV.DTYPE], p[CV.W], p[CV.H] = n, base, dtype, width, height
-        p[CV.RECT_X], p[CV.RECT_Y] = rect_x, rect_y
-        f = p.view(F32)
+        p = CV.values(n=n, base=base, dtype=dtype, w=width, h=height, rect_x=rect_x, rect_y=rect_y,
+                      step=(n - 1) / (width - 1) if width > 1 and n > 1 else 0.0,
+                      series=0 if n == 0 else (2 if self.smoothing is not None else 1),
+                      bg=_exact.pack_rgba(BACKGROUND), color0=_exact.pack_rgba(RAW_COLOR),
+                      color1=_exact.pack_rgba(SMOOTH_COLOR))
         if self.smoothing is not None:
-            f[CV.ALPHA], f[CV.BETA] = ema_weights(self.smoothing)
-        f[CV.STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
-        p[CV.SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
-        p[CV.BG] = _exact.pack_rgba(BACKGROUND)
-        p[CV.COLOR0] = _exact.pack_rgba(RAW_COLOR)
-        p[CV.COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
+            alpha, beta = ema_weights(self.smoothing)
+            p.set(alpha=alpha, beta=beta)
         return p
 
     # -- drawable protocol ----------------------------------------------------------------------------
@@ -138,13 +140,10 @@ class Curve(RangedView):
         finite = np.flatnonzero(_exact.classify(data) == _exact.FINITE)
         return float(_exact.ftz(data[finite[-1]])) if finite.size else None
 
-    def _stats_params(self, base: int, dtype: int) -> np.ndarray:
+    def _stats_params(self, base: int, dtype: int) -> ParamValues:
         """The heatmap stats pass's parameters: the values' finite min/max for the range."""
         lo, hi = self.count_bounds()
-        p = HM.new()
-        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
-        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
-        return p
+        return HM.values(n=self.source.array.size, base=base, dtype=dtype, lo=lo, hi=hi)
 
     def prepare(self) -> None:
         r = self.rect
@@ -165,15 +164,15 @@ class Curve(RangedView):
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
-            [b["stats_params"], data, b["stats"]])
-        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        smooth = pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 3).bind(
-            [b["params"], data, b["smooth"], b["stats"]])
-        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
-            [b["params"], data, b["smooth"], b["columns"], b["stats"]])
-        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "image"]).bind(
-            [b["params"], b["columns"], self.target])
+        stats = pipeline(self.device, "heatmap_stats").bind(params=b["stats_params"], data=data,
+                                                            stats=b["stats"])
+        resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
+        smooth = pipeline(self.device, "curve_smooth").bind(params=b["params"], data=data,
+                                                            smoothed=b["smooth"], stats=b["stats"])
+        cols = pipeline(self.device, "curve_columns").bind(params=b["params"], data=data, smoothed=b["smooth"],
+                                                           columns=b["columns"], stats=b["stats"])
+        raster = pipeline(self.device, "curve_raster").bind(params=b["params"], columns=b["columns"],
+                                                            target=self.target)
         self._sets = [cols, raster, stats, resolve, smooth]
         rec.fill(b["columns"], NO_ROWS)
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
@@ -200,9 +199,9 @@ class Curve(RangedView):
 
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
-        step = np.uint32(p[CV.STEP]).view(F32)
+        step = F32(p["step"])
         lo, _hi, scale = self.reference_range(self.data, last=max(height - 1, 1))
-        n = int(p[CV.N])
+        n = p["n"]
         series = [self.data] + ([self._smooth()] if self.smoothing is not None and n else [])
         stats = {"nan": 0, "inf": 0}
         ftz = _exact.ftz
@@ -240,8 +239,8 @@ class Curve(RangedView):
                     span[c] = lo_row | (hi_row << 16)
             spans.append(span)
         up = (height - 1 - np.arange(height))[:, None]
-        out = np.full((height, width), p[CV.BG], np.uint32)
-        colors = (p[CV.COLOR0], p[CV.COLOR1])
+        out = np.full((height, width), p["bg"], np.uint32)
+        colors = (np.uint32(p["color0"]), np.uint32(p["color1"]))
         for k, span in enumerate(spans):
             valid = span != NO_ROWS
             lo_r = (span & np.uint64(0xFFFF)).astype(np.int64)[None, :]

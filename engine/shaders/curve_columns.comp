@@ -10,14 +10,8 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
-#include "curve_params.glsl"
+#include "curve_columns_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "heatmap_params.glsl"  // the stats words of the heatmap stats pass (ST_LO, ST_SCALE)
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) readonly buffer Smooth { float smoothed[]; };
-layout(std430, binding = 3) buffer Columns { uint columns[]; };  // [series * width + column]
-layout(std430, binding = 4) buffer Stats { uint stats[]; };
 
 #define INPUT data
 #include "input.glsl"

@@ -4,11 +4,7 @@
 // on top of the raw trace, which always stays visible around it.
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "curve_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Columns { uint columns[]; };
-layout(rgba8ui, binding = 2) uniform writeonly uimage2D target;
+#include "curve_raster_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 void main() {
     uint x = gl_GlobalInvocationID.x;

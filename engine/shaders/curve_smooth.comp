@@ -11,12 +11,7 @@
 // numpy twin (caliper_vk/views/curve.py, ema32) runs the same steps.
 layout(local_size_x = 1) in;
 #include "common.glsl"
-#include "curve_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) writeonly buffer Smooth { float smoothed[]; };
-layout(std430, binding = 3) buffer Stats { uint stats[]; };
+#include "curve_smooth_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT data
 #include "input.glsl"

@@ -4,13 +4,7 @@
 // does not depend on the order invocations run in, and needs no 64-bit atomics.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) buffer Depth { uint depth[]; };
-layout(std430, binding = 3) buffer Stats { uint stats[]; };
-layout(std430, binding = 4) readonly buffer PointColors { uint point_colors[]; };
+#include "pointcloud_splat_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT pos
 #include "input.glsl"
