@@ -86,6 +86,11 @@ class ParamBlock:
             else:
                 words.append((field, kind))
         self.fields = tuple(words)
+        # field name (as declared and in lower case) -> (first word, count, kind): set()'s lookup
+        self._lookup: dict[str, tuple[int, int, str]] = {}
+        for field, kind in self.kinds.items():
+            first, count = self.arrays.get(field, (getattr(self, field), 1))
+            self._lookup[field] = self._lookup[field.lower()] = (first, count, kind)
         seen = {w for w, _ in words} | set(self.kinds)
         if len(seen) != len(words) + len(self.arrays):
             raise ValueError(f"{name}: an array field's element names clash with another field")
@@ -124,13 +129,11 @@ class ParamBlock:
     def field(self, name: str) -> tuple[int, int, str]:
         """(first word, count, kind) of the field ``name`` (case-insensitive: ``cx`` is ``CX``);
         an unknown name is a KeyError that lists the block's fields."""
-        key = name.upper()
-        kind = self.kinds.get(key)
-        if kind is None:
+        found = self._lookup.get(name) or self._lookup.get(name.upper())
+        if found is None:
             raise KeyError(f"{self.name} has no field {name!r}; its fields: "
                            f"{', '.join(f.lower() for f in self.kinds)}")
-        first, count = self.arrays.get(key, (getattr(self, key), 1))
-        return first, count, kind
+        return found
 
     def pack(self, values: dict):
         """The block's words from ``{field: value}``: every field must be given; floats are
@@ -204,15 +207,21 @@ class ParamValues:
     list). ``np.asarray(p)`` (or :attr:`words`) is what is uploaded.
     """
 
-    __slots__ = ("block", "words")
+    __slots__ = ("_floats", "block", "words")
 
     def __init__(self, block: ParamBlock, words=None):
         import numpy as np
 
         self.block = block
-        self.words = block.new() if words is None else np.asarray(words, np.uint32).copy()
-        if self.words.shape != (block.words,):
-            raise ValueError(f"{block.name} has {block.words} words, got {self.words.shape}")
+        if words is None:
+            self.words = np.zeros(block.words, np.uint32)
+        else:
+            self.words = np.array(words, np.uint32)
+            if self.words.shape != (block.words,):
+                raise ValueError(f"{block.name} has {block.words} words, got {self.words.shape}")
+        # the same words as float32: a float field is stored through it, so numpy rounds the
+        # value to float32 once (a view's parameters are made every frame: this is the fast path)
+        self._floats = self.words.view(np.float32)
 
     @staticmethod
     def _encode(kind: str, v) -> int:
@@ -226,15 +235,28 @@ class ParamValues:
 
     def set(self, **fields) -> ParamValues:
         """Set fields by name; returns ``self`` (so a block is made in one expression)."""
+        import numpy as np
+
+        lookup, words, floats = self.block._lookup, self.words, self._floats
         for name, value in fields.items():
-            first, count, kind = self.block.field(name)
+            first, count, kind = lookup.get(name) or self.block.field(name)
             if count == 1:
-                self.words[first] = self._encode(kind, value)
+                if kind == "uint":
+                    words[first] = (value if value.__class__ is int else int(value)) & 0xFFFFFFFF
+                elif kind == "float":
+                    floats[first] = value  # stored as float32: numpy rounds it once
+                else:
+                    words[first] = self._encode(kind, value)
                 continue
-            items = list(value)
-            if len(items) != count:
-                raise ValueError(f"{self.block.name}.{name} takes {count} values, got {len(items)}")
-            self.words[first:first + count] = [self._encode(kind, v) for v in items]
+            items = np.asarray(value).reshape(-1)
+            if items.size != count:
+                raise ValueError(f"{self.block.name}.{name} takes {count} values, got {items.size}")
+            if kind == "float":
+                self._floats[first:first + count] = items
+            elif kind == "int":
+                self.words[first:first + count] = items.astype(np.int64).astype(np.int32).view(np.uint32)
+            else:
+                self.words[first:first + count] = items.astype(np.int64) & 0xFFFFFFFF
         return self
 
     def get(self, name: str):
