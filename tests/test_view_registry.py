@@ -44,6 +44,16 @@ def test_each_pass_declares_its_bindings_once_and_its_spirv_has_them(stem):
     assert found and all(kinds.get(k) == kind for k, kind in found.items()), (found, kinds)
 
 
+def test_every_shader_with_a_parameter_block_is_a_declared_pass_of_a_registered_view():
+    """A view's new shader cannot skip the declaration, nor a declaration outlive its view."""
+    used = {p.stem for spec in SPECS.values() for p in spec.passes}
+    assert used == set(passes.PASSES), set(passes.PASSES) ^ used
+    for src in shaders.sources():
+        text = src.read_text()
+        if re.search(r'#include "\w+_(params|bindings)\.glsl"', text):
+            assert src.stem in passes.PASSES, f"{src.name}: declare it in engine/shaders/passes.py"
+
+
 def test_generated_bindings_header_follows_the_declaration(tmp_path):
     out = shaders.generated_headers(tmp_path)
     text = (out / "heatmap_bindings.glsl").read_text()
