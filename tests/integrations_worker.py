@@ -24,6 +24,10 @@ def report(out: Path, cb) -> None:
     if s is not None:
         result.update(panels={p.name: p.path for p in s.panels}, frames=s.frames,
                       notes={p.name: getattr(p, "note", "") for p in s.panels}, status=s.status().line())
+    model = cb.probes.model
+    if any(hasattr(p, "full_tensor") for p in model.parameters()):  # sharded: the whole parameters' norms
+        result["full_norms"] = {n: float(torch.linalg.vector_norm(p.full_tensor().float()))
+                                for n, p in model.named_parameters()}  # (every rank: a collective)
     job = cb.probes.job
     result["job"] = None if job is None else {"world": job.world, "gathering": job.gathering,
                                               "probes": sorted(job.probes)}
@@ -84,6 +88,16 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
             x, y = batch
             return torch.nn.functional.cross_entropy(self(x).flatten(0, 1), y.flatten())
 
+        def configure_model(self):  # ModelParallelStrategy: FSDP2 over the data-parallel ranks
+            if strategy != "modelparallel":
+                return
+            from torch.distributed.fsdp import fully_shard
+
+            mesh = self.device_mesh["data_parallel"]
+            for m in (self.embed, self.attn, self.mlp):
+                fully_shard(m, mesh=mesh)
+            fully_shard(self, mesh=mesh)
+
         def configure_optimizers(self):
             return torch.optim.Adam(self.parameters(), lr=0.01)
 
@@ -97,8 +111,14 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
     torch.manual_seed(0)
     cb = CaliperCallback(outputs=["mlp.1"], attention=["attn"], embeddings="embed", run_dir=out / "run",
                          window=False, budget=None, frames_every=2, record_every=3)
+    if strategy == "modelparallel":  # FSDP2 (fully_shard in configure_model), on a CPU too
+        from pytorch_lightning.strategies import ModelParallelStrategy
+
+        chosen = ModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=1)
+    else:
+        chosen = strategy
     trainer = pl.Trainer(callbacks=[Report(), cb], max_steps=STEPS, accelerator="cpu", devices=2,
-                         strategy=strategy, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         strategy=chosen, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(Tiny(), data)
 

@@ -2,7 +2,8 @@
 (gloo, CPU) with FSDP2's ``fully_shard`` or FSDP1's ``FullyShardedDataParallel``
 (``use_orig_params=True``), recording on rank 0 (``recorder=None`` on rank 1).
 
-``python -m torch.distributed.run --nproc_per_node 2 shards_worker.py {fsdp2|fsdp1} OUT``.
+``python -m torch.distributed.run --nproc_per_node 2 shards_worker.py {fsdp2|fsdp1}[:thinned] OUT``
+(``thinned``: rank 1's budget takes update ratios every 2 steps, rank 0's every step).
 Each step, every rank also gathers the whole parameters and gradients (``full_tensor()`` /
 ``summon_full_params``) and rank 0 writes their norms, computed on the full tensors, to
 ``OUT/reference.json``: what the recorded norms must equal.
@@ -56,12 +57,15 @@ def shard(net, how: str):
 
 
 def main(how: str, out: Path) -> None:
+    how, _, thinned = how.partition(":")
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     net, full = shard(model(), how)
     opt = torch.optim.Adam(net.parameters(), lr=0.05)
     rec = cv.Recorder(out / "run") if rank == 0 else None
     w = cv.watch(net, opt, rec, budget=None, histograms_every=2, histogram_bins=BINS, histogram_range=RANGE)
+    if thinned and rank == 1:
+        w.budget.every = 2  # as a budget thinning this rank's expensive records would
     g = torch.Generator().manual_seed(1 + rank)  # each rank its own batch
     reference = {"grad": [], "weight": [], "update": [], "hist": {}}
     before = {n: p for n, (p, _) in full().items()}

@@ -79,3 +79,27 @@ def test_lightning_fsdp_under_torchrun_or_the_reason_it_cannot_run_here(tmp_path
     assert done.returncode == 0, done.stderr[-4000:]
     check(tmp_path, {"attn", "embed", "mlp.1"},
           {"attention/attn": (2, 12, 12), "outputs/mlp.1": (12, 32), "embedding/embed": (20, 3)})
+
+
+def test_lightning_fully_shard_under_torchrun_records_the_whole_parameters_norms(tmp_path):
+    """A sharded model on a CPU: Lightning's ModelParallelStrategy with FSDP2's ``fully_shard`` in
+    ``configure_model``. ``watch`` runs on both ranks (rank 1 records nothing) and the recorded
+    weight norms are the whole parameters' (the shards' squares summed across ranks), equal to the
+    norms of the gathered parameters at the end."""
+    pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is in requirements-dev.txt")
+    strategies = pytest.importorskip("pytorch_lightning.strategies")
+    if not hasattr(strategies, "ModelParallelStrategy"):
+        pytest.skip("this Lightning has no ModelParallelStrategy (2.4 and later)")
+    done = torchrun(tmp_path, "lightning:modelparallel")
+    assert done.returncode == 0, done.stderr[-4000:]
+    check(tmp_path, {"attn", "embed", "mlp.1"},
+          {"attention/attn": (2, 12, 12), "outputs/mlp.1": (12, 32), "embedding/embed": (20, 3)})
+    full = json.loads((tmp_path / "rank0.json").read_text())["full_norms"]
+    run = load_run(tmp_path / "run")
+    assert len(full) == 9
+    for name, norm in full.items():
+        series = run.metrics[f"weight_norm/{name}"]
+        assert series.step[-1] == 6
+        assert series.value[-1] == pytest.approx(norm, rel=1e-5)
+    assert len(run.metrics["grad_norm/attn.in_proj_weight"]) >= 5
+    assert [f.step for f in run.histograms["weights/embed.weight"]] == [0]

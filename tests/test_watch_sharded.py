@@ -32,7 +32,7 @@ def torchrun(tmp_path, how: str):
     return load_run(tmp_path / "run"), json.loads((tmp_path / "reference.json").read_text())
 
 
-def check(run, ref) -> None:
+def check(run, ref, ratio_steps=(1, 2, 3, 4)) -> None:
     names = sorted(ref["weight"][0])
     assert names == ["0.bias", "0.weight", "2.bias", "2.weight", "4.bias", "4.weight"]
     steps = len(ref["weight"])
@@ -45,7 +45,9 @@ def check(run, ref) -> None:
         np.testing.assert_allclose(run.metrics[f"{metric}/global"].value, whole, rtol=1e-5)
     for n in names:  # Adam's update from its (sharded) state against the full weights' difference
         ratio = [r[n] / w[n] for r, w in zip(ref["update"], ref["weight"], strict=True)]
-        np.testing.assert_allclose(run.metrics[f"update_ratio/{n}"].value, ratio, rtol=1e-4)
+        series = run.metrics[f"update_ratio/{n}"]
+        assert list(series.step) == list(ratio_steps)
+        np.testing.assert_allclose(series.value, [ratio[s - 1] for s in ratio_steps], rtol=1e-4)
     for n in names:
         frames = run.histograms[f"weights/{n}"]
         assert [f.step for f in frames] == [0, 2, 4]
@@ -63,3 +65,11 @@ def test_watch_on_fully_shard_records_the_whole_parameters_norms(tmp_path):
 def test_watch_on_fsdp1_use_orig_params_records_the_whole_parameters_norms(tmp_path):
     run, ref = torchrun(tmp_path, "fsdp1")
     check(run, ref)
+
+
+def test_update_ratios_are_recorded_at_the_steps_every_rank_measured(tmp_path):
+    """Each rank's budget thins its own expensive records; the reduction keeps one layout and counts
+    the ranks that measured, so a step one rank skipped is left out instead of recorded from half
+    the shards (and no collective is mismatched)."""
+    run, ref = torchrun(tmp_path, "fsdp2:thinned")
+    check(run, ref, ratio_steps=(2, 4))
