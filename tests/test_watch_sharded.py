@@ -43,6 +43,9 @@ def check(run, ref, ratio_steps=(1, 2, 3, 4)) -> None:
             np.testing.assert_allclose(series.value, [r[n] for r in ref[kind]], rtol=1e-5, atol=1e-7)
         whole = [np.sqrt(sum(v * v for v in r.values())) for r in ref[kind]]
         np.testing.assert_allclose(run.metrics[f"{metric}/global"].value, whole, rtol=1e-5)
+        if kind == "grad":  # FSDP1's own clip_grad_norm_, or DTensor gradients' whole norm
+            np.testing.assert_allclose(run.metrics["grad_norm/global_preclip"].value, whole, rtol=1e-5)
+            assert list(run.metrics["clip/hit"].value) == [0.0] * steps
     for n in names:  # Adam's update from its (sharded) state against the full weights' difference
         ratio = [r[n] / w[n] for r, w in zip(ref["update"], ref["weight"], strict=True)]
         series = run.metrics[f"update_ratio/{n}"]

@@ -544,8 +544,8 @@ class Watcher:
         if self.reduced:
             self._reduced_histograms(step)
             return
-        self.rec.histograms({f"weights/{name}": p.detach() for p, name in self._params()}, bins=self.bins,
-                            value_range=self.range, step=step)
+        named = {f"weights/{name}": local(p).detach() for p, name in self._params()}  # (per shard: its own)
+        self.rec.histograms(named, bins=self.bins, value_range=self.range, step=step)
 
     def flush_activations(self) -> None:
         """Record the activation statistics gathered since the last flush (at the current step),
@@ -648,6 +648,7 @@ class Watcher:
         self.remove()
 
 
-def watch(model, optimizer, recorder: Recorder, **options) -> Watcher:
-    """Install recording hooks on ``model`` and ``optimizer``; see :class:`Watcher` for options."""
+def watch(model, optimizer, recorder: Recorder | None, **options) -> Watcher:
+    """Install recording hooks on ``model`` and ``optimizer``; see :class:`Watcher` for options
+    (``recorder=None``: a rank of a sharded job that records nothing but takes part in the sums)."""
     return Watcher(model, optimizer, recorder, **options)
