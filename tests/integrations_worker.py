@@ -34,7 +34,7 @@ def report(out: Path, cb) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(result))
 
 
-def hf(out: Path) -> None:
+def hf(out: Path, strategy: str = "ddp") -> None:
     import transformers
 
     from caliper_vk.integrations.hf import CaliperCallback
@@ -63,7 +63,8 @@ def hf(out: Path) -> None:
     args = transformers.TrainingArguments(
         output_dir=str(out / "hf"), max_steps=STEPS, per_device_train_batch_size=4, logging_steps=1,
         save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0,
-        learning_rate=1e-3, ddp_backend="gloo")
+        learning_rate=1e-3, ddp_backend="gloo",
+        **({"fsdp": "full_shard", "fsdp_config": {"use_orig_params": True}} if strategy == "fsdp" else {}))
     transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[Report(), cb]).train()
 
 
@@ -124,6 +125,6 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
 
 
 if __name__ == "__main__":
-    framework, _, strategy = sys.argv[1].partition(":")  # "lightning:fsdp": a sharded model
+    framework, _, strategy = sys.argv[1].partition(":")  # "lightning:fsdp", "hf:fsdp": a sharded model
     run = {"hf": hf, "lightning": lightning}[framework]
     run(Path(sys.argv[2]), *([strategy] if strategy else []))

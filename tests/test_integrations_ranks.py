@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from caliper_vk.record import load_run
@@ -54,6 +55,24 @@ def test_hf_trainer_under_torchrun_records_one_run_and_draws_every_rank(tmp_path
     check(tmp_path, {"attention/layer0", "attention/layer1", "transformer.h.1.mlp", "transformer.wte"},
           {"attention/attention/layer1": (4, 16, 16), "outputs/transformer.h.1.mlp": (16, 32),
            "embedding/transformer.wte": (64, 3)})
+
+
+def test_hf_trainer_with_fsdp_under_torchrun_records_the_whole_gradient_norm(tmp_path):
+    """A sharded model on a CPU: the Hugging Face ``Trainer`` with FSDP1 (``fsdp="full_shard"``,
+    ``use_orig_params``). ``watch`` runs on both ranks and its global gradient norm is the whole
+    model's: the ``Trainer``'s own (FSDP's ``clip_grad_norm_``), clipped at its ``max_grad_norm``
+    of 1 (the ``Trainer`` logs the norm before clipping, ``watch`` the one the optimizer received)."""
+    pytest.importorskip("transformers", reason="transformers is in requirements-dev.txt")
+    done = torchrun(tmp_path, "hf:fsdp")
+    assert done.returncode == 0, done.stderr[-4000:]
+    check(tmp_path, {"attention/layer0", "attention/layer1", "transformer.h.1.mlp", "transformer.wte"},
+          {"attention/attention/layer1": (4, 16, 16), "outputs/transformer.h.1.mlp": (16, 32),
+           "embedding/transformer.wte": (64, 3)})
+    run = load_run(tmp_path / "run")
+    ours, theirs = run.metrics["grad_norm/global"], run.metrics["train/grad_norm"]
+    assert list(ours.step) == list(theirs.step) == [1, 2, 3, 4, 5, 6]
+    assert ours.value == pytest.approx(np.minimum(theirs.value, 1.0), rel=1e-4)
+    assert "grad_norm/transformer.h.0.attn.c_attn.weight" in run.metrics  # the original names
 
 
 def test_lightning_ddp_under_torchrun_records_one_run_and_draws_every_rank(tmp_path):
