@@ -149,7 +149,7 @@ def sharding(model, params) -> Sharding | None:
         notes.append("parameters are sharded over different groups of ranks ("
                      + "; ".join(f"ranks {list(r)}" for r in found) + ")")
     if notes:
-        return Sharding(None, sharded, note="; ".join(notes))
+        return Sharding(None, sharded, note="; ".join(dict.fromkeys(notes)))  # (each reason once)
     return Sharding(next(iter(found.values())), sharded)
 
 
