@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .log import encode_array
+from . import pyramid
 from .mapped import search
 
 _EMPTY_I = np.zeros(0, np.int64)
@@ -42,6 +43,8 @@ class Series:
     unit: str | None = None
     description: str | None = None
     goal: str | None = None
+    # the min/max pyramid its run file stores (record/pyramid.py), or None: built when drawn
+    pyramid: object = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.step)
@@ -285,16 +288,21 @@ class Run:
                 d["edges"] = encode_array(f.edges)
             return d
 
+        def metric(s: Series) -> dict:
+            d = {"unit": s.unit, "description": s.description, "goal": s.goal,
+                 "step": encode_array(s.step), "value": encode_array(s.value),
+                 "placeholder_steps": [int(x) for x in s.step[s.placeholder]]}
+            if schema not in ("caliper-run/1", "caliper-run/2") and len(s) >= pyramid.MIN_LENGTH:
+                d["pyramid"] = pyramid.to_doc(pyramid.of_series(s), encode_array)  # (drawn from it)
+            return d
+
         return {
             "schema": schema, "name": self.name, "config": self.config, "meta": self.meta,
             "status": self.status, "finite": self.finite, "ended": self.ended,
             "progress": {"step": encode_array(self.progress_step),
                          "epoch": None if self.progress_epoch is None else encode_array(self.progress_epoch),
                          "time": encode_array(self.progress_time)},
-            "metrics": {k: {"unit": s.unit, "description": s.description, "goal": s.goal,
-                            "step": encode_array(s.step), "value": encode_array(s.value),
-                            "placeholder_steps": [int(x) for x in s.step[s.placeholder]]}
-                        for k, s in self.metrics.items()},
+            "metrics": {k: metric(s) for k, s in self.metrics.items()},
             "histograms": histograms(),
             "arrays": frames(self.arrays, lambda f: {"step": f.step, "module": f.module, "example": f.example,
                                                       "kind": f.kind, "array": encode_array(f.array)}),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import pyramid
 from .mapped import map_file, release_pages
 from .log import Payload, RunFileError, decode_array, encode_array
 from .builder import _Builder, _same_steps, _text, run_from_log
@@ -88,14 +89,16 @@ class _SidecarWriter:
         self._seen[id(a)] = (a, dict(ref))
         return ref
 
-    def add_pieces(self, dtype, count: int, pieces: list) -> dict:
-        """A 1-D column of ``count`` values of ``dtype`` made of ``pieces``: bytes, or ``(fd,
-        offset, length)`` of a file to copy from when the sidecar is written (a spooled column)."""
+    def add_pieces(self, dtype, count: int, pieces: list, shape=None) -> dict:
+        """A 1-D column of ``count`` values of ``dtype`` (or an array of ``shape``, ``count``
+        values in all) made of ``pieces``: bytes, or ``(fd, offset, length)`` of a file to copy
+        from when the sidecar is written (a spooled column)."""
         pad = -self.size % SIDECAR_ALIGN
         if pad:
             self.chunks.append(b"\0" * pad)
             self.size += pad
-        ref = {"dtype": np.dtype(dtype).name, "shape": [int(count)], "at": self.size}
+        shape = [int(count)] if shape is None else [int(n) for n in shape]
+        ref = {"dtype": np.dtype(dtype).name, "shape": shape, "at": self.size}
         total = 0
         for piece in pieces:
             self.chunks.append(piece)
@@ -332,6 +335,11 @@ def run_from_doc(doc, path: Path) -> Run:
             run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else _unmarked(len(steps)),
                                     _text(m.get("unit"), f"{where}.unit"),
                                     _text(m.get("description"), f"{where}.description"), goal)
+            if m.get("pyramid") is not None and order is None:  # (else built again when drawn)
+                try:
+                    run.metrics[k].pyramid = pyramid.from_doc(m["pyramid"], len(values), f"{where}.pyramid")
+                except RunFileError as exc:
+                    run.problems.append(f"{exc}; it is built again from the values when drawn")
         except RunFileError as exc:
             run.problems.append(f"{exc}; metric {k!r} is missing")
     run.finite = doc["finite"] if isinstance(doc.get("finite"), bool) else finite
