@@ -65,6 +65,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self.run_filter = ""
         self._limits: dict = {}
         self._cache: dict = {}
+        self._edges: dict = {}  # (x column, view, columns) -> each pixel column's first sample (model.py)
+        self._series_count = sum(len(r.metrics) for r in self.all_runs)  # (bounds the caches)
         self._set_shown()
         self.ui = ImGuiRenderer(size=size, window=window)
         # The main window covers the display: the overlay clears to its background colour and imgui

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..record.mapped import release_pages
+from ..record import pyramid
+from ..record.mapped import read_range, release_pages
 
 if TYPE_CHECKING:
     from ..record import Run
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 18  # values per chunk of a long scan (2 MB of float64)
 ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
+SAMPLE_RUNS = 64  # runs of consecutive values that sample is read in
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
@@ -58,8 +60,11 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     memo = s.__dict__.get("_extremes")
     if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
         return memo[2]
-    v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-    out = _finite_extremes(v)
+    if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # its pyramid's top level
+        out = pyramid.of_series(s).extremes()
+    else:
+        v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+        out = _finite_extremes(v)
     s.__dict__["_extremes"] = (s.value, s.placeholder, out)
     return out
 
@@ -69,8 +74,12 @@ def all_finite(s) -> bool:
     extremes (computed once per value array: a NaN or an infinity makes them non-finite)."""
     memo = s.__dict__.get("_raw_extremes")
     if memo is None or memo[0] is not s.value:
-        lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
-        memo = s.__dict__["_raw_extremes"] = (s.value, math.isfinite(lo) and math.isfinite(hi))
+        if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # the pyramid counts them
+            ok = pyramid.of_series(s).nonfinite == 0
+        else:
+            lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
+            ok = math.isfinite(lo) and math.isfinite(hi)
+        memo = s.__dict__["_raw_extremes"] = (s.value, ok)
     return memo[1]
 
 
@@ -141,9 +150,10 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     are marked at the plot's edge (see the app)."""
     vals = []
     for s in panel_series(runs, panel):
-        v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-        if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
-            v = v[:: -(-len(v) // ROBUST_SAMPLE)]
+        if len(s.value) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
+            v = _sample(s)
+        else:
+            v = s.value[~s.placeholder] if s.placeholder.any() else s.value
         vals.append(v[np.isfinite(v)])
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
@@ -168,12 +178,28 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     return (lo, hi) if (vmin < lo or vmax > hi) else None
 
 
+def _sample(s) -> np.ndarray:
+    """About ROBUST_SAMPLE measured values of a long series, evenly spread: SAMPLE_RUNS runs of
+    consecutive samples, read with ``pread`` from a run file (a strided read of a mapped column
+    would map all of it: a folio per touch, record/mapped.py)."""
+    n = len(s.value)
+    run = -(-ROBUST_SAMPLE // SAMPLE_RUNS)
+    starts = np.linspace(0, n - run, SAMPLE_RUNS).astype(np.int64)
+    v = np.concatenate([read_range(s.value, a, a + run) for a in starts.tolist()])
+    ph = pyramid.placeholder_index(s)
+    if ph is not None:
+        keep = ~np.isin(starts[:, None] + np.arange(run), ph).ravel()
+        v = v[keep]
+    return v
+
+
 def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     """Y limits for a panel whose every finite value is one number (a constant learning rate):
     ±10% around it, so 0.003 does not sit on an axis from -0.5 to 0.5 that reads as zero."""
     seen = set()
     for s in panel_series(runs, panel):
-        a, b = _finite_extremes(s.value)
+        a, b = (measured_extremes(s) if pyramid.placeholder_index(s) is None
+                else _finite_extremes(s.value))  # (every value: placeholders too)
         if a is not None:
             seen.update((a, b))
             if len(seen) > 1:

@@ -31,7 +31,7 @@ import os
 
 import numpy as np
 
-from .mapped import _in_file, release_pages
+from .mapped import _in_file, read_range, release_pages
 
 FANOUT = 16  # samples per block of level 1, and blocks per block of each level above
 MIN_LENGTH = 4096  # series shorter than this get no stored pyramid (a scan of them is cheap)
@@ -267,12 +267,7 @@ def _reduce_rows(rows, k: int, s, e, lo, hi, ph, span) -> None:
         return
     a, b = int(s[live].min()), int(e[live].max())
     if k == 0:
-        where = _in_file(rows)
-        if where is not None and rows.strides[0] == rows.itemsize:
-            fd, at, _ = where
-            part = np.frombuffer(os.pread(fd, (b - a) * rows.itemsize, at + a * rows.itemsize), rows.dtype)
-        else:
-            part = np.asarray(rows[a:b])
+        part = read_range(rows, a, b)  # (in a run file: read, not mapped)
         part = np.where(np.isfinite(part), part, np.nan)
         if len(ph):
             inside = ph[(ph >= a) & (ph < b)] - a
