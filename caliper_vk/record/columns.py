@@ -319,14 +319,15 @@ class ColumnSpool:
                 sidecar.add(np.array([table[s][1] for s in steps], np.float64)))
 
 
-def _pyramid(s: _Series, st: _Stream) -> pyramid.Pyramid:
-    """A series' min/max pyramid, read back from its spooled columns a piece at a time."""
+def _pyramid(s: _Series, steps: _Column) -> pyramid.Pyramid:
+    """A series' min/max pyramid, read back from its spooled columns (values, and its ``steps``
+    where it has placeholders) a piece at a time."""
     ph = np.array(sorted(set(s.placeholders)), np.int64)
 
     def pieces():
         for lo in range(0, s.n, pyramid.SCAN):
             hi = min(lo + pyramid.SCAN, s.n)
-            yield s.values.read(lo, hi), np.isin(st.steps.read(lo, hi), ph) if len(ph) else None
+            yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
 
     return pyramid.build(pieces(), s.n)
 
