@@ -18,6 +18,9 @@ from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_sh
                     dim, fit_text, fitted_text, series_rgb)
 
 
+LAYOUT_COLUMNS = 16  # pixel columns of a long trace in the dashboard's undrawn layout pass
+
+
 class ScalarPanels:
     """Drawing of the scalar panels (state lives on the Dashboard)."""
 
@@ -327,7 +330,8 @@ class ScalarPanels:
                 hit = model.envelope_columns(t["x"], t["series"], x0, x1, plot_w, self._edges)
             else:
                 hit = model.reduce_columns(t["x"], self._measured(t) if y is None else y, x0, x1, plot_w)
-            self._cache[key] = hit
+            if not self._layout_pass:  # (that pass's few wide columns are not drawn: not kept)
+                self._cache[key] = hit
         return hit
 
     def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
@@ -348,7 +352,10 @@ class ScalarPanels:
         xs = None if reduce else x[i0:i1].astype(np.float64, copy=False)
         ys = None if reduce else self._measured(t, i0, i1)
         if reduce:  # a million-step trace: per-column min..max of every sample, so no spike vanishes
-            c, lo, hi = self._columns(run, s.name, "raw", t, None, x0, x1, plot_w)
+            # (the undrawn layout pass takes a few wide columns: the same extremes, so the same y
+            # fit and legend, for a fraction of the reads; its plot may be a few pixels wider)
+            c, lo, hi = self._columns(run, s.name, "raw", t, None, x0, x1,
+                                      LAYOUT_COLUMNS if self._layout_pass else plot_w)
             implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
             implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
             implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))

@@ -75,13 +75,16 @@ def item(a: np.ndarray, i: int):
 
 
 def read_range(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """A copy of ``a[lo:hi]`` of a 1-D array; in a sidecar, read with one ``pread`` (nothing mapped)."""
+    """``a[lo:hi]`` of a 1-D array, read-only; in a sidecar, read with one ``pread`` into memory of
+    its own (nothing mapped), else a view."""
     where = _in_file(a)
     if where is None or a.strides[0] != a.itemsize:
-        return np.array(a[lo:hi])
+        out = a[lo:hi].view()
+        out.flags.writeable = False
+        return out
     lo, hi = max(0, lo), min(len(a), hi)
     fd, at, _ = where
-    return np.frombuffer(os.pread(fd, max(hi - lo, 0) * a.itemsize, at + lo * a.itemsize), a.dtype).copy()
+    return np.frombuffer(os.pread(fd, max(hi - lo, 0) * a.itemsize, at + lo * a.itemsize), a.dtype)
 
 
 def search(a: np.ndarray, key, side: str = "left") -> int:

@@ -38,6 +38,7 @@ MIN_LENGTH = 4096  # series shorter than this get no stored pyramid (a scan of t
 TOP_ROWS = FANOUT  # levels are added until the coarsest has at most this many rows
 SCAN = 1 << 18  # samples per chunk of a scan that builds a pyramid (2 MB of float64)
 RAW_READ = 1 << 16  # a visible span of at most this many samples is read whole, at level 0
+DIRECT = 1 << 18  # ... and one of at most this many is reduced from the samples alone (2 MB of float64)
 
 
 class Pyramid:
@@ -207,13 +208,14 @@ def envelope(values: np.ndarray, pyramid: Pyramid, edges: np.ndarray, placeholde
     first, last = int(edges[0]), int(edges[-1])
     width = (last - first) / cols  # samples per column
     levels = pyramid.levels
-    top = 0  # the coarsest level with at least about one row per column
-    while top < len(levels) and width / FANOUT ** (top + 1) >= 1.0:
+    top = 0  # the coarsest level with at least about one row per column (a short span: the samples,
+    # read in one piece: fewer steps than the levels' ragged ends take)
+    while last - first > DIRECT and top < len(levels) and width / FANOUT ** (top + 1) >= 1.0:
         top += 1
     ph = np.asarray(placeholder_index if placeholder_index is not None else (), np.int64)
     for k in range(top + 1):
         if k == top:  # what is left: whole rows of level k, reduced per column
-            _reduce_rows(values if k == 0 else levels[k - 1], k, s, e, lo, hi, ph, (first, last))
+            _reduce_rows(values if k == 0 else levels[k - 1], k, s, e, lo, hi, ph, pyramid.nonfinite == 0)
             break
         s_up = np.minimum(-(-s // FANOUT) * FANOUT, e)  # the ragged ends below the next level
         e_dn = np.maximum(e // FANOUT * FANOUT, s_up)
@@ -260,28 +262,36 @@ def _take_pieces(blocks, rmin, rmax, a, b, lo, hi) -> None:
     hi[live] = np.fmax(hi[live], x)
 
 
-def _reduce_rows(rows, k: int, s, e, lo, hi, ph, span) -> None:
-    """Fold whole rows ``[s_j, e_j)`` of level ``k`` (0: the samples) into each column."""
+def _reduce_rows(rows, k: int, s, e, lo, hi, ph, finite: bool) -> None:
+    """Fold whole rows ``[s_j, e_j)`` of level ``k`` (0: the samples; ``finite``: all of them are)
+    into each column."""
     live = s < e
     if not live.any():
         return
     a, b = int(s[live].min()), int(e[live].max())
     if k == 0:
         part = read_range(rows, a, b)  # (in a run file: read, not mapped)
-        part = np.where(np.isfinite(part), part, np.nan)
+        if not finite:
+            part = np.where(np.isfinite(part), part, np.nan)
         if len(ph):
             inside = ph[(ph >= a) & (ph < b)] - a
-            part[inside] = np.nan
+            if len(inside):
+                part = part if not finite else part.copy()
+                part[inside] = np.nan
         mins = maxs = part
     else:
         part = np.array(rows[a:b])  # (a copy: the mapped rows are handed back at once)
         release_pages(rows)
         mins, maxs = part[:, 0], part[:, 1]
-    # reduceat over the interleaved (start, end) of every column: the even results are the columns
-    bounds = np.stack([s[live] - a, e[live] - a], axis=1).ravel()
-    nan = np.full(1, np.nan)  # (an end may be the last index + 1)
-    m = np.fmin.reduceat(np.concatenate([mins, nan]), bounds)[::2]
-    x = np.fmax.reduceat(np.concatenate([maxs, nan]), bounds)[::2]
+    starts, ends = s[live] - a, e[live] - a
+    fmin, fmax = (np.minimum, np.maximum) if k == 0 and finite and not len(ph) else (np.fmin, np.fmax)
+    if np.array_equal(ends[:-1], starts[1:]):  # columns end to end (always so at the samples)
+        m, x = fmin.reduceat(mins, starts), fmax.reduceat(maxs, starts)
+    else:  # reduceat over the interleaved (start, end) of every column: the even results are the columns
+        bounds = np.stack([starts, ends], axis=1).ravel()
+        nan = np.full(1, np.nan)  # (an end may be the last index + 1)
+        m = fmin.reduceat(np.concatenate([mins, nan]), bounds)[::2]
+        x = fmax.reduceat(np.concatenate([maxs, nan]), bounds)[::2]
     lo[live] = np.fmin(lo[live], m)
     hi[live] = np.fmax(hi[live], x)
 
