@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 18  # values per chunk of a long scan (2 MB of float64)
 ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
-SAMPLE_RUNS = 64  # runs of consecutive values that sample is read in
+SAMPLE_RUNS = 64  # runs of consecutive values that sample is read in (at most)
+SAMPLE_TOTAL = 262_144  # values a panel's robust scale is estimated from at most (all its series)
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
@@ -149,11 +150,18 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     too few values to call any an outlier. Clipped values are still read by the cursor and
     are marked at the plot's edge (see the app)."""
     vals = []
-    for s in panel_series(runs, panel):
-        if len(s.value) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
-            v = _sample(s)
+    series = list(panel_series(runs, panel))
+    # the percentiles of an even sample: a scale, not a statistic (ROBUST_SAMPLE values a series, in
+    # all at most SAMPLE_TOTAL: a panel of a thousand per-parameter norms is not read whole)
+    each = max(min(ROBUST_SAMPLE, SAMPLE_TOTAL // max(len(series), 1)), SAMPLE_RUNS * 16)
+    for s in series:
+        if len(s.value) > each:
+            v = _sample(s, each)
         else:
-            v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+            v = read_range(s.value, 0, len(s.value))  # (from a run file: read, not mapped)
+            ph = pyramid.placeholder_index(s)
+            if ph is not None:
+                v = np.delete(v, ph)
         vals.append(v[np.isfinite(v)])
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
@@ -178,13 +186,14 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     return (lo, hi) if (vmin < lo or vmax > hi) else None
 
 
-def _sample(s) -> np.ndarray:
-    """About ROBUST_SAMPLE measured values of a long series, evenly spread: SAMPLE_RUNS runs of
+def _sample(s, count: int) -> np.ndarray:
+    """About ``count`` measured values of a long series, evenly spread: up to SAMPLE_RUNS runs of
     consecutive samples, read with ``pread`` from a run file (a strided read of a mapped column
     would map all of it: a folio per touch, record/mapped.py)."""
     n = len(s.value)
-    run = -(-ROBUST_SAMPLE // SAMPLE_RUNS)
-    starts = np.linspace(0, n - run, SAMPLE_RUNS).astype(np.int64)
+    runs = min(max(count // 512, 1), SAMPLE_RUNS)  # (a small sample: a few reads, not 64 tiny ones)
+    run = -(-count // runs)
+    starts = np.linspace(0, n - run, runs).astype(np.int64)
     v = np.concatenate([read_range(s.value, a, a + run) for a in starts.tolist()])
     ph = pyramid.placeholder_index(s)
     if ph is not None:
