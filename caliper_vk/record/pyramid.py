@@ -55,7 +55,8 @@ class Pyramid:
         """(min, max) of the finite measured values, or (None, None) when there are none."""
         if not self.levels:
             return None, None
-        top = np.asarray(self.levels[-1])
+        top = self.levels[-1]  # (from a run file: read, not mapped; a touch maps a whole folio)
+        top = read_range(top.reshape(-1), 0, top.size).reshape(-1, 2) if top.flags.c_contiguous else top
         lo, hi = np.fmin.reduce(top[:, 0]) if len(top) else math.nan, \
             np.fmax.reduce(top[:, 1]) if len(top) else math.nan
         return (None, None) if math.isnan(lo) else (float(lo), float(hi))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,9 @@ import numpy as np
 
 from .log import encode_array
 from . import pyramid
-from .mapped import search
+from .mapped import item, search
 
+_STEP = operator.attrgetter("step")
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
 
@@ -156,13 +158,13 @@ class Run:
     def step_range(self) -> tuple[int, int] | None:
         """The first and last step of any series or progress point; cached while the step
         columns stay the same objects of the same lengths (a cursor move asks it per readout)."""
-        columns = [*(s.step for s in self.metrics.values()), self.progress_step]
-        key = tuple((id(a), len(a)) for a in columns)
+        columns = [*map(_STEP, self.metrics.values()), self.progress_step]
+        key = (*map(id, columns), *map(len, columns))  # (C-level: a run of a thousand series)
         hit = self._tables.get("step_range")
-        if hit is not None and hit[0] == key and all(a is b for a, b in zip(hit[1], columns, strict=True)):
+        if hit is not None and hit[0] == key:  # (the cache holds the columns: an id is not reused)
             return hit[2]
-        steps = [a for a in columns if len(a)]
-        out = (int(min(a[0] for a in steps)), int(max(a[-1] for a in steps))) if steps else None
+        steps = {id(a): a for a in columns if len(a)}.values()  # each shared column once, read
+        out = (int(min(item(a, 0) for a in steps)), int(max(item(a, -1) for a in steps))) if steps else None
         self._tables["step_range"] = (key, columns, out)
         return out
 
