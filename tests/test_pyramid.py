@@ -158,3 +158,49 @@ def test_the_dashboard_draws_the_exact_envelope_of_a_zoomed_range(long_run, monk
     assert len(c) > 100 and c[0] > x0 and c[-1] < x1
     want_lo, want_hi = _brute(steps, y, ph, x0, x1, len(c))
     assert np.array_equal(lo, want_lo, equal_nan=True) and np.array_equal(hi, want_hi, equal_nan=True)
+
+
+def test_a_panel_of_many_long_traces_draws_each_as_one_band_covering_its_envelope(tmp_path, monkeypatch):
+    import caliper_vk.dashboard.app as app
+    from caliper_vk.dashboard.scalars import WIDE_TRACES
+
+    n, count = 6000, WIDE_TRACES + 4
+    steps = np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng(5)
+    run = Run(name="wide", status="complete", ended=True, progress_step=steps, progress_time=steps * 0.1)
+    values = {}
+    for i in range(count):
+        v = np.abs(1.0 + 0.1 * rng.standard_normal(n)) if i else np.full(n, 2.0)  # one flat: a zero-height band
+        key = f"grad_norm/layer{i}.weight"
+        values[key] = v
+        run.metrics[key] = Series(key, steps, v, np.zeros(n, bool))
+    run.save(tmp_path / "run.json")
+    drawn, lines = [], []
+    shaded, line = app.implot.plot_shaded, app.implot.plot_line
+
+    def spy_shaded(label, x, lo, hi, *a):
+        drawn.append((label, np.array(x), np.array(lo), np.array(hi)))
+        return shaded(label, x, lo, hi, *a)
+
+    def spy_line(label, *a):
+        lines.append(label)
+        return line(label, *a)
+
+    dash = app.Dashboard([load_run(tmp_path / "run.json")], size=(900, 600), panels=["per parameter"],
+                         columns=1)
+    try:
+        monkeypatch.setattr(app.implot, "plot_shaded", spy_shaded)
+        monkeypatch.setattr(app.implot, "plot_line", spy_line)
+        dash.render(frames=2)
+        monkeypatch.undo()
+    finally:
+        dash.close()
+    last = {label: (x, lo, hi) for label, x, lo, hi in drawn}  # the last frame's band of each trace
+    assert sorted(last) == sorted(values) and not set(lines) & set(values)  # one band each, no outlines
+    for key, (x, blo, bhi) in last.items():
+        want_lo, want_hi = _brute(steps, values[key], np.zeros(n, bool), 0.0, float(n - 1), len(x))
+        assert np.all(blo <= want_lo) and np.all(bhi >= want_hi)  # every sample's value is covered
+        grown = np.maximum(want_lo - blo, bhi - want_hi)
+        assert np.all((grown == 0) | (bhi - blo < 0.05))  # widened only where under a pixel tall
+    flat = last["grad_norm/layer0.weight"]
+    assert np.all(flat[2] - flat[1] > 0)  # the flat trace is still a visible band

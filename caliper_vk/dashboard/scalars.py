@@ -19,6 +19,7 @@ from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_sh
 
 
 LAYOUT_COLUMNS = 16  # pixel columns of a long trace in the dashboard's undrawn layout pass
+WIDE_TRACES = 16  # a panel of more traces than this draws each long one as a single band
 
 
 class ScalarPanels:
@@ -98,6 +99,10 @@ class ScalarPanels:
                     implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
             lim = self._view(index, fitting=index not in self._limits and span is None)
+            # a panel of many long traces (a thousand per-parameter norms) draws each as one band:
+            # three items a trace made millions of vertices (hundreds of MB of draw lists)
+            self._wide = sum(1 for run in self.runs for k in panel.keys if k in run.metrics) > WIDE_TRACES
+            self._log_axis = not linear
             for run in self.runs:
                 rgb = self._rgb(run)
                 for j, key in enumerate(panel.keys):
@@ -356,9 +361,13 @@ class ScalarPanels:
             # fit and legend, for a fraction of the reads; its plot may be a few pixels wider)
             c, lo, hi = self._columns(run, s.name, "raw", t, None, x0, x1,
                                       LAYOUT_COLUMNS if self._layout_pass else plot_w)
-            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
-            implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
-            implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))
+            if self._wide:  # many traces: one band each, at least a pixel tall (no outlines)
+                blo, bhi = _pixel_tall(lo, hi, self._log_axis)
+                implot.plot_shaded(label, c, blo, bhi, _spec(rgb, fill=0.85 * raw_a))
+            else:
+                implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
+                implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
+                implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))
         else:  # a placeholder is not part of the measured trace
             implot.plot_line(label, xs, ys,
                              _spec(rgb, alpha=raw_a, marker=implot.Marker_.circle if len(x) <= 25 else None))
@@ -424,3 +433,21 @@ def _finite_max(s) -> float | None:
         return model.measured_extremes(s)[1]
     v = s.value[np.isfinite(s.value)]
     return float(v.max()) if len(v) else None
+
+
+def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A band from ``lo`` to ``hi`` per column widened, where it is less than a pixel tall, to one
+    pixel around its middle (on a log axis, in decades), so that a flat stretch stays visible
+    without an outline; it still covers every sample's value. Call inside the plot."""
+    lim, size = implot.get_plot_limits(), implot.get_plot_size()
+    y0, y1 = float(lim.y.min), float(lim.y.max)
+    if not size.y > 0 or not y1 > y0:
+        return lo, hi
+    if log and y0 > 0:
+        half = 0.5 * (np.log10(y1) - np.log10(y0)) / size.y
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mid = np.sqrt(lo * hi)
+            return np.fmin(lo, mid * 10.0 ** -half), np.fmax(hi, mid * 10.0 ** half)
+    half = 0.5 * (y1 - y0) / size.y
+    mid = (lo + hi) * 0.5
+    return np.fmin(lo, mid - half), np.fmax(hi, mid + half)
