@@ -210,7 +210,7 @@ def _current_rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _open(run_dir):
+def _open(run_dir, shown: str = "all"):
     t0 = time.perf_counter()
     from caliper_vk.dashboard.app import Dashboard, open_runs
 
@@ -218,7 +218,8 @@ def _open(run_dir):
     runs = open_runs([run_dir])
     t_load = time.perf_counter()
     rss_loaded = _current_rss_mb()
-    dash = Dashboard(runs, size=SIZE, panels=["*"], columns=COLUMNS)
+    # "all": every panel on screen (--all); "default": the panels `caliper view RUN` opens with
+    dash = Dashboard(runs, size=SIZE, panels=["*"] if shown == "all" else None, columns=COLUMNS)
     t_ctx = time.perf_counter()
     return dash, {"import_s": t_import - t0, "load_s": t_load - t_import, "setup_s": t_ctx - t_load,
                   "rss_loaded_mb": rss_loaded, "panels": sum(dash.enabled)}
@@ -237,12 +238,12 @@ def _frame(dash) -> tuple[float, float, float]:
     return t1 - t0, t2 - t1, time.perf_counter() - t2
 
 
-def open_case(run_dir) -> dict:
+def open_case(run_dir, shown: str = "all") -> dict:
     """Time to open: imports, load, contexts, and frames until the first complete one. The
     dashboard lays its first frame out once undrawn (Dear ImGui sizes windows on a first pass),
     so the first frame drawn should be complete: it counts as such only when the second frame,
     with nothing changed, is byte for byte the same picture; else the second is counted too."""
-    dash, out = _open(run_dir)
+    dash, out = _open(run_dir, shown)
     times, pictures = [], []
     for _ in range(2):
         times.append(sum(_frame(dash)))
@@ -319,6 +320,7 @@ def scale_rows(shapes, repeats: int, keep=None) -> dict:
 
             made = case("make", str(run_dir), "--steps", str(steps), "--series", str(series))
             opened = case("open", str(run_dir))
+            first = case("open", str(run_dir), "--shown", "default")
             moved = case("cursor", str(run_dir), "--repeats", str(repeats))
         move_ms = [1e3 * x for x in moved["times"]]
         rows.append({"steps": steps, "series": series, "panels": opened["panels"],
@@ -326,7 +328,10 @@ def scale_rows(shapes, repeats: int, keep=None) -> dict:
                      "open_s": opened["open_s"], "load_s": opened["load_s"],
                      "first_frame_s": opened["first_frame_s"],
                      "first_frame_complete": opened["first_frame_complete"],
-                     "open_peak_rss_mb": opened["peak_rss_mb"], "cursor_median_ms": float(np.median(move_ms)),
+                     "open_peak_rss_mb": opened["peak_rss_mb"], "default_panels": first["panels"],
+                     "default_open_s": first["open_s"],
+                     "default_first_frame_complete": first["first_frame_complete"],
+                     "default_peak_rss_mb": first["peak_rss_mb"], "cursor_median_ms": float(np.median(move_ms)),
                      "cursor_max_ms": float(np.max(move_ms)), "cursor_peak_rss_mb": moved["peak_rss_mb"]})
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "rows": rows}
 
@@ -349,6 +354,8 @@ def main() -> None:
                          "and update ratios, as watch records them)")
     ap.add_argument("--shapes", default="10000000x10,100000x1000",
                     help="scale: STEPSxSERIES,... (default: the two scale targets; try 20000x10,2000x50 first)")
+    ap.add_argument("--shown", choices=["all", "default"], default="all",
+                    help="open: every panel (--all, the default here) or those caliper view opens with")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--profile")
     a = ap.parse_args()
@@ -357,16 +364,18 @@ def main() -> None:
     if a.what == "make":
         out = make_run(a.run, a.steps, a.series)
     elif a.what == "open":
-        out = open_case(a.run)
+        out = open_case(a.run, a.shown)
     elif a.what == "cursor":
         out = cursor_case(a.run, a.repeats, a.profile)
     else:
         out = scale_rows([_shape(s) for s in a.shapes.split(",")], a.repeats)
         print(f"CPU: {out['cpu']} ({out['cores']} cores)", file=sys.stderr)
         for r in out["rows"]:
-            print(f"{r['steps']:>10,} steps x {r['series']:>5,} series ({r['panels']} panels): open "
-                  f"{r['open_s']:.3f} s, peak RSS {r['open_peak_rss_mb']:.0f} MB; cursor move median "
-                  f"{r['cursor_median_ms']:.1f} ms (max {r['cursor_max_ms']:.1f})", file=sys.stderr)
+            print(f"{r['steps']:>10,} steps x {r['series']:>5,} series: open with all {r['panels']} panels "
+                  f"{r['open_s']:.3f} s (first frame complete: {r['first_frame_complete']}), peak RSS "
+                  f"{r['open_peak_rss_mb']:.0f} MB; with the {r['default_panels']} it opens with "
+                  f"{r['default_open_s']:.3f} s, {r['default_peak_rss_mb']:.0f} MB; cursor move (all panels) "
+                  f"median {r['cursor_median_ms']:.1f} ms (max {r['cursor_max_ms']:.1f})", file=sys.stderr)
     print(json.dumps(out))
 
 

@@ -135,7 +135,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._laid_out = False  # the first frame() lays out once before it draws
         self._layout_pass = False  # True while it does
-        self._wide = False  # the scalar panel being drawn has many traces (one band each)
+        self._wide = None  # the scalar panel being drawn has many traces (one band each): its extent
         self._log_axis = False  # ... and its y axis is logarithmic
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._cursor_axis = None  # its x axis's transform, when checked (see reuse.py)

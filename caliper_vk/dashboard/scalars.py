@@ -14,6 +14,7 @@ from ..record import Run
 from ..record import pyramid
 from ..record.mapped import item
 from . import model
+from .scales import panel_series
 from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_shade, _spec, best_so_far_rgb,
                     dim, fit_text, fitted_text, series_rgb)
 
@@ -101,7 +102,10 @@ class ScalarPanels:
             lim = self._view(index, fitting=index not in self._limits and span is None)
             # a panel of many long traces (a thousand per-parameter norms) draws each as one band:
             # three items a trace made millions of vertices (hundreds of MB of draw lists)
-            self._wide = sum(1 for run in self.runs for k in panel.keys if k in run.metrics) > WIDE_TRACES
+            wide = sum(1 for run in self.runs for k in panel.keys if k in run.metrics) > WIDE_TRACES
+            # (its pixel in data units from the panel's extremes: the same every frame, where the
+            # limits ImPlot fitted last frame would move the fit of the next)
+            self._wide = self._cached("extent", panel, _extent) if wide else None
             self._log_axis = not linear
             for run in self.runs:
                 rgb = self._rgb(run)
@@ -362,7 +366,7 @@ class ScalarPanels:
             c, lo, hi = self._columns(run, s.name, "raw", t, None, x0, x1,
                                       LAYOUT_COLUMNS if self._layout_pass else plot_w)
             if self._wide:  # many traces: one band each, at least a pixel tall (no outlines)
-                blo, bhi = _pixel_tall(lo, hi, self._log_axis)
+                blo, bhi = _pixel_tall(lo, hi, self._log_axis, self._wide)
                 implot.plot_shaded(label, c, blo, bhi, _spec(rgb, fill=0.85 * raw_a))
             else:
                 implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
@@ -435,12 +439,19 @@ def _finite_max(s) -> float | None:
     return float(v.max()) if len(v) else None
 
 
-def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool) -> tuple[np.ndarray, np.ndarray]:
+def _extent(runs, panel) -> tuple[float, float] | None:
+    """The least and the greatest finite measured value of a panel's series (None: none)."""
+    ends = [e for s in panel_series(runs, panel) if (e := model.measured_extremes(s))[0] is not None]
+    return (min(e[0] for e in ends), max(e[1] for e in ends)) if ends else None
+
+
+def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool, extent) -> tuple[np.ndarray, np.ndarray]:
     """A band from ``lo`` to ``hi`` per column widened, where it is less than a pixel tall, to one
     pixel around its middle (on a log axis, in decades), so that a flat stretch stays visible
-    without an outline; it still covers every sample's value. Call inside the plot."""
-    lim, size = implot.get_plot_limits(), implot.get_plot_size()
-    y0, y1 = float(lim.y.min), float(lim.y.max)
+    without an outline; it still covers every sample's value. A pixel is the panel's ``extent``
+    (its values' range) over the plot's height. Call inside the plot."""
+    size = implot.get_plot_size()
+    y0, y1 = extent
     if not size.y > 0 or not y1 > y0:
         return lo, hi
     if log and y0 > 0:
