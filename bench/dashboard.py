@@ -1,15 +1,23 @@
-"""Dashboard benchmarks: a 1,000,000-step run opened by ``caliper view``, cursor moves, peak RSS.
+"""Dashboard benchmarks: a 1,000,000-step run opened by ``caliper view``, cursor moves, peak RSS;
+and the scale runs (``scale``): 10,000,000 steps × 10 series, 100,000 steps × 1,000 series.
+
+``make DIR --steps N --series N`` makes a run of any shape (see :func:`make_run`); ``open DIR``
+and ``cursor DIR`` measure it (``--shown default``: with the panels ``caliper view`` opens with,
+else all of them); ``scale --shapes 10000000x10,100000x1000`` does the three for each shape, each
+case in a fresh process, and prints a row each with the CPU model (try ``--shapes
+20000x10,2000x50`` first: the default shapes write 1.1 GB and 0.8 GB).
 
 ``make_run(dir)`` writes the run's ``run.json`` once (bench/suite.py keeps it in a
-temporary directory for all the dashboard cases): built in memory and written by
-``Run.save``, the code ``Recorder.close()`` writes it with (a million ``log()``
-calls would only make the suite slower). Each measurement then runs in a fresh
+temporary directory for all the dashboard cases), through ``save_run``, the code
+``Recorder.close()`` writes it with: the per-step columns and their min/max pyramids
+generated a chunk at a time and copied in as the recorder copies its spooled columns
+(a million ``log()`` calls would only make the suite slower). Each measurement then runs in a fresh
 process (``python bench/cases.py dashboard_open --run DIR`` and
 ``dashboard_cursor``), drawing offscreen as ``caliper view --png`` does.
 
 The run: 1,000,000 optimizer steps (steps_per_epoch 1,000) with ten scalars
 recorded at every step, plus validation every 1,000 steps. With ``--all``
-the dashboard shows 20 panels:
+the dashboard shows 21 panels (the 20 below and the epochs overlay):
 
 - 10 dense panels, one 1,000,000-point series each: Loss (train/loss, with
   the sparse val/loss and its best-so-far marks), Task metrics (train/acc
