@@ -232,15 +232,36 @@ class _Refs:
 def _checked_steps(stored: np.ndarray, where: str, columns: list) -> tuple:
     """A metric's step column, checked (non-negative integers), sorted if it was not (with the
     order to apply to its values, else None), and shared with an equal column read before."""
-    if len(stored) and (stored.min() < 0 if stored.dtype.kind in "iub" else (
+    integers = stored.dtype.kind in "iub"
+    least, in_order = _scan_steps(stored) if integers else (None, None)
+    if len(stored) and (least < 0 if integers else (
             not np.all(np.isfinite(stored)) or stored.min() < 0 or not np.all(stored == np.floor(stored)))):
         raise RunFileError(f"{where}.step: steps must be non-negative integers")
     steps = stored.astype(np.int64, copy=False)
     order = None
-    if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):  # recorded in order: nothing to do
+    if len(steps) > 1 and not (in_order if integers else _scan_steps(steps)[1]):  # (in order: nothing to do)
         order = np.argsort(steps, kind="stable")
         steps = steps[order]
     return _same_steps(steps, columns), order
+
+
+_CHECK = 1 << 20  # steps checked at a time (8 MB), their mapped pages handed back after each
+
+
+def _scan_steps(steps: np.ndarray) -> tuple:
+    """(the least step or None, whether the column never decreases) of an integer step column,
+    read a piece at a time, so that a mapped column of ten million steps is never resident whole
+    (nor a comparison of its size allocated)."""
+    least, in_order = None, True
+    for at in range(0, max(len(steps) - 1, 1), _CHECK):
+        part = steps[at:at + _CHECK + 1]
+        if len(part):
+            m = int(part.min())
+            least = m if least is None else min(least, m)
+            in_order = in_order and not np.any(part[1:] < part[:-1])
+        if len(steps) > _CHECK:
+            release_pages(part)
+    return least, in_order
 
 
 def _unmarked(n: int) -> np.ndarray:
