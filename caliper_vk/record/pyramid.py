@@ -74,21 +74,22 @@ def level_rows(n: int) -> list[int]:
 
 
 def _blocks(v: np.ndarray) -> np.ndarray:
-    """``(ceil(len / FANOUT), 2)`` min/max rows of ``v`` (NaN for gaps) per block of FANOUT."""
-    pad = -len(v) % FANOUT
-    if pad:
-        v = np.concatenate([v, np.full(pad, np.nan)])
-    b = v.reshape(-1, FANOUT)
-    return np.stack([np.fmin.reduce(b, axis=1), np.fmax.reduce(b, axis=1)], axis=1)
+    """``(ceil(len / FANOUT), 2)`` min/max rows of ``v`` (NaN for gaps) per block of FANOUT (the
+    last block may be shorter)."""
+    at = np.arange(0, len(v), FANOUT)
+    out = np.empty((len(at), 2))
+    if len(at):
+        out[:, 0], out[:, 1] = np.fmin.reduceat(v, at), np.fmax.reduceat(v, at)
+    return out
 
 
 def _up(rows: np.ndarray) -> np.ndarray:
     """The next level of ``rows`` (one row per FANOUT of them)."""
-    pad = -len(rows) % FANOUT
-    if pad:
-        rows = np.concatenate([rows, np.full((pad, 2), np.nan)])
-    b = rows.reshape(-1, FANOUT, 2)
-    return np.stack([np.fmin.reduce(b[:, :, 0], axis=1), np.fmax.reduce(b[:, :, 1], axis=1)], axis=1)
+    at = np.arange(0, len(rows), FANOUT)
+    out = np.empty((len(at), 2))
+    if len(at):
+        out[:, 0], out[:, 1] = np.fmin.reduceat(rows[:, 0], at), np.fmax.reduceat(rows[:, 1], at)
+    return out
 
 
 def build(chunks, n: int) -> Pyramid:
