@@ -46,10 +46,11 @@ class Pyramid:
     ``FANOUT**k`` samples); ``nonfinite``: how many values of the column (placeholders included)
     are NaN or infinite; ``n``: the column's length."""
 
-    __slots__ = ("levels", "n", "nonfinite")
+    __slots__ = ("levels", "n", "nonfinite", "source")
 
-    def __init__(self, levels: list, n: int, nonfinite: int):
+    def __init__(self, levels: list, n: int, nonfinite: int, source=None):
         self.levels, self.n, self.nonfinite = levels, int(n), int(nonfinite)
+        self.source = source  # the value column it was read beside (a run file's), if any
 
     def extremes(self) -> tuple[float | None, float | None]:
         """(min, max) of the finite measured values, or (None, None) when there are none."""
@@ -132,7 +133,8 @@ def of_series(s) -> Pyramid:
     """The pyramid of a :class:`~caliper_vk.record.run.Series`: the one its run file stores, else
     one built now from its columns and kept on it (while its value column is the same object)."""
     stored = getattr(s, "pyramid", None)
-    if isinstance(stored, Pyramid) and stored.n == len(s.value):
+    if isinstance(stored, Pyramid) and stored.n == len(s.value) \
+            and (stored.source is None or stored.source is s.value):
         return stored
     memo = s.__dict__.get("_pyramid")
     if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
@@ -307,9 +309,10 @@ def to_doc(p: Pyramid, add) -> dict:
             "levels": [add(np.ascontiguousarray(lv)) for lv in p.levels]}
 
 
-def from_doc(obj, n: int, where: str) -> Pyramid:
-    """The stored pyramid of a series of ``n`` values; RunFileError naming ``where`` when it is not
-    one (the caller leaves it out: it is built again when drawn)."""
+def from_doc(obj, values: np.ndarray, where: str) -> Pyramid:
+    """The stored pyramid of the series whose value column is ``values``; RunFileError naming
+    ``where`` when it is not one (the caller leaves it out: it is built again when drawn)."""
+    n = len(values)
     from .log import RunFileError, decode_array
 
     if not isinstance(obj, dict) or obj.get("fanout") != FANOUT or not isinstance(obj.get("levels"), list):
@@ -328,4 +331,4 @@ def from_doc(obj, n: int, where: str) -> Pyramid:
             raise RunFileError(f"{where}.levels[{k}]: expected float64 of shape ({m}, 2), "
                                f"got {a.dtype} {a.shape}")
         levels.append(a)
-    return Pyramid(levels, n, nonfinite)
+    return Pyramid(levels, n, nonfinite, values)

@@ -358,7 +358,7 @@ def run_from_doc(doc, path: Path) -> Run:
                                     _text(m.get("description"), f"{where}.description"), goal)
             if m.get("pyramid") is not None and order is None:  # (else built again when drawn)
                 try:
-                    run.metrics[k].pyramid = pyramid.from_doc(m["pyramid"], len(values), f"{where}.pyramid")
+                    run.metrics[k].pyramid = pyramid.from_doc(m["pyramid"], values, f"{where}.pyramid")
                 except RunFileError as exc:
                     run.problems.append(f"{exc}; it is built again from the values when drawn")
         except RunFileError as exc:
