@@ -204,3 +204,28 @@ def test_a_panel_of_many_long_traces_draws_each_as_one_band_covering_its_envelop
         assert np.all((grown == 0) | (bhi - blo < 0.05))  # widened only where under a pixel tall
     flat = last["grad_norm/layer0.weight"]
     assert np.all(flat[2] - flat[1] > 0)  # the flat trace is still a visible band
+
+
+def test_a_revealed_prefix_draws_and_scales_from_its_own_values_only(long_run):
+    path, steps, y, ph = long_run
+    run = load_run(path)
+    upto = int(steps[150_000])  # the run as it stood there: its spike at 77,777 is in, later values not
+    s = model.revealed(run, upto).metrics["train/loss"]
+    m = len(s)
+    assert m == 150_001 and s.pyramid is not None and not s.pyramid.whole  # the run's levels, not rebuilt
+    measured = np.where(np.isfinite(y[:m]) & ~ph[:m], y[:m], np.nan)
+    assert model.measured_extremes(s) == (float(np.nanmin(measured)), float(np.nanmax(measured)))
+    assert not model.all_finite(s)  # (the prefix holds two of the infinities: counted by a scan)
+    for x0, x1, columns in ((float(steps[0]), float(upto), 450), (1000.5, float(upto) - 3.5, 211)):
+        _, lo, hi = model.envelope_columns(s.step, s, x0, x1, columns)
+        assert np.array_equal((lo, hi), _brute(steps[:m], y[:m], ph[:m], x0, x1, columns), equal_nan=True)
+
+
+def test_a_stored_pyramid_describes_only_the_column_it_was_read_with(long_run):
+    path, _, y, ph = long_run
+    s = load_run(path).metrics["train/loss"]
+    assert pyramid.of_series(s) is s.pyramid
+    s.value = -np.array(s.value)  # another column of the same length: its own pyramid, built
+    p = pyramid.of_series(s)
+    measured = np.where(ph | ~np.isfinite(y), np.nan, y)
+    assert p is not s.pyramid and p.extremes() == (-1e6, float(-np.nanmin(measured)))

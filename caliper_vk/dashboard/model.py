@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..record import Run
+from ..record import Run, pyramid
 from ..record.mapped import item, search
 from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
@@ -191,7 +191,9 @@ def revealed(run: Run, step: float) -> Run:
     metrics = {}
     for k, s in run.metrics.items():
         i = int(np.searchsorted(s.step, upto, side="right"))
-        metrics[k] = Series(s.name, s.step[:i], s.value[:i], s.placeholder[:i], s.unit, s.description, s.goal)
+        v = s.value[:i]  # (its pyramid stands for the prefix: any envelope inside it is the run's)
+        metrics[k] = Series(s.name, s.step[:i], v, s.placeholder[:i], s.unit, s.description, s.goal,
+                            pyramid.prefix(s, i, v))
 
     def frames(section: dict) -> dict:
         return {k: [f for f in v if f.step <= upto] for k, v in section.items()}

@@ -61,8 +61,8 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     memo = s.__dict__.get("_extremes")
     if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
         return memo[2]
-    if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # its pyramid's top level
-        out = pyramid.of_series(s).extremes()
+    if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # from its pyramid
+        out = pyramid.extremes_of(s)
     else:
         v = s.value[~s.placeholder] if s.placeholder.any() else s.value
         out = _finite_extremes(v)
@@ -75,8 +75,10 @@ def all_finite(s) -> bool:
     extremes (computed once per value array: a NaN or an infinity makes them non-finite)."""
     memo = s.__dict__.get("_raw_extremes")
     if memo is None or memo[0] is not s.value:
-        if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # the pyramid counts them
-            ok = pyramid.of_series(s).nonfinite == 0
+        known = pyramid.of_series(s).nonfinite if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH \
+            else None  # the pyramid counts them (not a revealed prefix's, unless the run had none)
+        if known is not None:
+            ok = known == 0
         else:
             lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
             ok = math.isfinite(lo) and math.isfinite(hi)

@@ -46,11 +46,15 @@ class Pyramid:
     ``FANOUT**k`` samples); ``nonfinite``: how many values of the column (placeholders included)
     are NaN or infinite; ``n``: the column's length."""
 
-    __slots__ = ("levels", "n", "nonfinite", "source")
+    __slots__ = ("levels", "n", "nonfinite", "source", "whole")
 
-    def __init__(self, levels: list, n: int, nonfinite: int, source=None):
-        self.levels, self.n, self.nonfinite = levels, int(n), int(nonfinite)
+    def __init__(self, levels: list, n: int, nonfinite: int | None, source=None, whole: bool = True):
+        self.levels, self.n, self.nonfinite = levels, int(n), nonfinite
         self.source = source  # the value column it was read beside (a run file's), if any
+        # False: the levels are a longer column's, of which this one is the first n values (a run
+        # revealed to a step): right for any envelope inside it, not for its extremes or its count
+        # of NaN values (None unless the longer column had none)
+        self.whole = whole
 
     def extremes(self) -> tuple[float | None, float | None]:
         """(min, max) of the finite measured values, or (None, None) when there are none."""
@@ -132,9 +136,8 @@ def of_array(values: np.ndarray, placeholder=None) -> Pyramid:
 def of_series(s) -> Pyramid:
     """The pyramid of a :class:`~caliper_vk.record.run.Series`: the one its run file stores, else
     one built now from its columns and kept on it (while its value column is the same object)."""
-    stored = getattr(s, "pyramid", None)
-    if isinstance(stored, Pyramid) and stored.n == len(s.value) \
-            and (stored.source is None or stored.source is s.value):
+    stored = _stored(s)
+    if stored is not None:
         return stored
     memo = s.__dict__.get("_pyramid")
     if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
@@ -143,6 +146,36 @@ def of_series(s) -> Pyramid:
     p = of_array(s.value, ph)
     s.__dict__["_pyramid"] = (s.value, s.placeholder, p)
     return p
+
+
+def _stored(s) -> Pyramid | None:
+    """The pyramid a series was given (its run file's), while its value column is that one."""
+    p = getattr(s, "pyramid", None)
+    if isinstance(p, Pyramid) and p.n == len(s.value) and (p.source is None or p.source is s.value):
+        return p
+    return None
+
+
+def prefix(s, n: int, values: np.ndarray) -> Pyramid | None:
+    """For ``values``, the first ``n`` values of series ``s``'s column: ``s``'s pyramid (stored or
+    already built) standing for them, or None when ``s`` has none yet (built when needed)."""
+    p = _stored(s)
+    memo = s.__dict__.get("_pyramid")
+    if p is None and memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
+        p = memo[2]
+    if p is None:
+        return None
+    return Pyramid(p.levels, n, 0 if p.nonfinite == 0 else None, values, whole=n == p.n and p.whole)
+
+
+def extremes_of(s) -> tuple[float | None, float | None]:
+    """(min, max) of a series' finite measured values from its pyramid: its top level, or for a
+    prefix of a longer column the envelope of all of it (a few hundred values read)."""
+    p = of_series(s)
+    if p.whole:
+        return p.extremes()
+    lo, hi = envelope(s.value, p, np.array([0, len(s.value)]), placeholder_index(s))
+    return (None, None) if math.isnan(lo[0]) else (float(lo[0]), float(hi[0]))
 
 
 def placeholder_index(s) -> np.ndarray | None:
