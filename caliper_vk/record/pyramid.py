@@ -6,8 +6,8 @@ the greatest value of some 22,000 samples. Scanning the column (80 MB) for every
 and would make the whole memory-mapped column resident. A pyramid keeps, for every block of
 :data:`FANOUT` samples, their least and greatest *measured finite* value (placeholders, NaN and
 infinities left out; a block with none holds NaN), then the same over blocks of ``FANOUT`` of
-those, and so on: level ``k`` has one ``(min, max)`` row per ``FANOUT**k`` samples, ``1/FANOUT``
-of the column's size in all.
+those, and so on: level ``k`` has one ``(min, max)`` row per ``FANOUT**k`` samples, about an
+eighth of the column's size in all.
 
 :func:`envelope` answers "min and max of samples ``[a_j, a_{j+1})`` for every pixel column ``j``"
 exactly, whatever the edges: the whole blocks inside a column come from the coarsest level that
@@ -19,9 +19,9 @@ visible span in one read when that is small. The answer equals a brute-force ``n
 per column over the finite measured samples (``tests/test_pyramid.py`` checks it bit for bit).
 
 ``run.json`` keeps a pyramid per long series (``metrics[k]["pyramid"]``, docs/run-format.md), so
-that a run opens without scanning its columns; a run written before pyramids existed, a revealed
-prefix or a run read from its log gets one built on first use (:func:`of_series`, one chunked scan,
-kept on the series).
+that a run opens without scanning its columns; a run written before pyramids existed or read from
+its log gets one built on first use (:func:`of_series`, one chunked scan, kept on the series), and
+a run revealed to a step keeps its run's for the prefix (:func:`prefix`).
 """
 
 from __future__ import annotations
