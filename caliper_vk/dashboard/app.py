@@ -65,6 +65,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self.run_filter = ""
         self._limits: dict = {}
         self._cache: dict = {}
+        self._edges: dict = {}  # (x column, view, columns) -> each pixel column's first sample (model.py)
+        self._series_count = sum(len(r.metrics) for r in self.all_runs)  # (bounds the caches)
         self._set_shown()
         self.ui = ImGuiRenderer(size=size, window=window)
         # The main window covers the display: the overlay clears to its background colour and imgui
@@ -134,6 +136,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._laid_out = False  # the first frame() lays out once before it draws
+        self._layout_pass = False  # True while it does
+        self._wide = None  # the scalar panel being drawn has many traces (one band each): its extent
+        self._log_axis = False  # ... and its y axis is logarithmic
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._cursor_axis = None  # its x axis's transform, when checked (see reuse.py)
         self._inputs = None  # what the scalar panel being drawn is drawn from (see reuse.py)
@@ -152,7 +157,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         if not self._laid_out:
             self._laid_out = True
             self.ui.new_frame([])
-            self._build()
+            self._layout_pass = True  # (long traces reduced coarsely: this frame is not drawn)
+            try:
+                self._build()
+            finally:
+                self._layout_pass = False
             self.ui.discard_frame()
         events = self.ui.new_frame(events)
         self._build()
