@@ -135,10 +135,11 @@ class RingCopies:
         self.device = device
         self.copies = list(copies)
         self.transfers = bool(transfers)
-        self._base = Buffer(device, 16)  # the frame's first word in its chunk
-        self._base_word = self._base.view(np.uint32, 1)
+        self._base = self._base_word = None  # word copies: the frame's first word in its chunk
         self._args = []
         if not self.transfers:
+            self._base = Buffer(device, 16)
+            self._base_word = self._base.view(np.uint32, 1)
             for _, offset, nbytes, at in self.copies:
                 args = Buffer(device, 16)
                 args.write(np.array([offset // 4, at // 4, -(-nbytes // 4), 0], np.uint32))
@@ -203,5 +204,6 @@ class RingCopies:
             self._drop(held)
         self._chunks.clear()
         for b in (self._base, *self._args):
-            b.close()
+            if b is not None:
+                b.close()
         self._args = []
