@@ -15,13 +15,22 @@ panel.writing(): t.copy_(...)``, not timed); per step two figures:
   process time holds them; what remains is the host's own work on any thread. Where lavapipe
   runs the passes on one thread (the usual case on a small machine: check with ``top -H``) the
   subtraction is like for like; other load on the machine stretches the timestamps and biases
-  this figure low.
+  this figure low (below zero on a busy box);
+- **process less driver threads** (Linux): the same window's process CPU time less the CPU time
+  of the threads the session's Vulkan driver started (those that appeared, not Python's, while
+  the session was made and drew its first frame; ``/proc/self/task/*/schedstat``, in ns) and less
+  the calling thread's own time in the benchmark's wait for the frame. This is the host's work
+  on any thread, measured without the timestamps, so load on the machine does not bias it.
 
-Steps start every ``--interval-ms`` (100 ms; sooner never: a step waits for the last frame), as
-a training loop's own work paces them: the status line and titles are redrawn on the host a few
-times a second, so at an equal pace both sizes redraw them as often; a frame slower than the
-interval (1M points on a loaded machine) runs the steps back to back, and the table's "steps/s"
-row shows it.
+The children run with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set. Otherwise torch's OpenMP
+workers spin for a while after the loop's own ``copy_``; that copy runs in parallel at 1M points
+but not at 2k, so the spin would land in the process's time at 1M only.
+
+Steps start every ``--interval-ms`` (300 ms; sooner never: a step waits for the last frame), as
+a training loop's own work paces them. The status line is redrawn on the host when 0.25 s have
+passed since the last redraw, by the clock. At 300 ms every step redraws it at both sizes, so
+the two pay for it alike. A frame slower than the interval (1M points on a loaded machine) runs
+the steps back to back; the table's "steps/s" row shows it.
 
 Each size runs in its own fresh process, ``--rounds`` times, interleaved (2k, 1M, 2k, ...), so
 that a burst of load from elsewhere falls on both; a figure is the median of the rounds'
@@ -41,6 +50,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +73,25 @@ def cpu_model() -> str:
 
 
 # -- the child process: one size ----------------------------------------------------------------
+def _tasks() -> set[int]:
+    """This process's thread ids (Linux; empty elsewhere)."""
+    try:
+        return {int(t) for t in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def _run_ns(tids) -> int:
+    """Nanoseconds the threads ``tids`` have run on a CPU (a thread gone counts 0)."""
+    total = 0
+    for tid in tids:
+        try:
+            total += int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
     import torch
 
@@ -72,12 +101,15 @@ def child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
     a = rng.normal(size=(n, 3)).astype(np.float32)
     sources = [torch.from_numpy(a), torch.from_numpy((a * np.float32(1.01) + np.float32(0.01)))]
     labels = rng.integers(0, 10, n)
-    thread_ms, process_ms, gpu_ms = [], [], []
+    torch.empty(n, 3).copy_(sources[0])  # torch's own threads start now, before the snapshot
+    before = _tasks()
+    thread_ms, process_ms, gpu_ms, host_ms = [], [], [], []
     with cv.Session(window=False, size=(W, H + 20), budget=None) as s:  # every step draws
         t = cv.empty((n, 3))
         panel = s.attach(t, "pointcloud", labels=labels, point_size_px=size_px)
         s.canvas.profile()
         s.render()
+        driver = _tasks() - before - {th.native_id for th in threading.enumerate()}
         start = None
         for i in range(WARMUP + steps):
             if i == WARMUP:
@@ -86,11 +118,13 @@ def child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
                 time.sleep(max(0.0, start + (i - WARMUP) * interval_s - time.perf_counter()))
             with panel.writing():
                 t.copy_(sources[i % 2])  # the training's own work: not timed
+            d0 = _run_ns(driver)
             p0, t0 = time.process_time(), time.thread_time()
             drew = s.step()
             t1 = time.thread_time()
             s.device.wait()  # the frame completes: lavapipe runs its passes now
-            p1 = time.process_time()
+            p1, t2 = time.process_time(), time.thread_time()
+            d1 = _run_ns(driver)
             if not drew:
                 raise RuntimeError(f"step {i} did not draw ({s.skipped} skipped): nothing to measure")
             if i >= WARMUP:
@@ -98,15 +132,19 @@ def child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
                 thread_ms.append((t1 - t0) * 1e3)
                 process_ms.append((p1 - p0) * 1e3 - gpu)
                 gpu_ms.append(gpu)
+                if driver:
+                    host_ms.append((p1 - p0 - (t2 - t1)) * 1e3 - (d1 - d0) / 1e6)
         rate = steps / (time.perf_counter() - start)
         path = panel.path
     return {"n": n, "path": path, "thread_ms": thread_ms, "process_less_gpu_ms": process_ms,
+            "process_less_driver_ms": host_ms or [float("nan")],
             "gpu_ms": gpu_ms, "steps_per_s": rate}
 
 
 def run_child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
     env = dict(os.environ)
     env.setdefault("CALIPER_VK_VALIDATION", "0")
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see the module docstring
     env.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
     out = subprocess.run([sys.executable, __file__, "--child", str(n), str(steps), str(size_px),
                           str(interval_s)],
@@ -117,7 +155,8 @@ def run_child(n: int, steps: int, size_px: int, interval_s: float) -> dict:
 
 
 # -- the parent: rounds, medians, the table ----------------------------------------------------
-FIGURES = (("thread_ms", "training thread"), ("process_less_gpu_ms", "process less GPU"))
+FIGURES = (("thread_ms", "training thread"), ("process_less_gpu_ms", "process less GPU"),
+           ("process_less_driver_ms", "process less driver threads"))
 
 
 def measure(sizes, steps: int, rounds: int, size_px: int, interval_s: float, log=print) -> dict:
@@ -179,7 +218,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--point-size", type=int, default=2)
-    ap.add_argument("--interval-ms", type=float, default=100.0, help="a step starts this often (at most)")
+    ap.add_argument("--interval-ms", type=float, default=300.0, help="a step starts this often (at most)")
     ap.add_argument("--tiny", action="store_true", help="two small sizes, a few steps: checks that it runs")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
