@@ -223,9 +223,9 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
 
 
 def test_a_series_shade_keeps_its_runs_hue_however_many_series():
-    from caliper_vk.dashboard.style import PALETTE, _series_shade
+    from caliper_vk.dashboard.colours import RUN_COLOURS, _series_shade
 
-    for rgb in PALETTE:
+    for rgb in RUN_COLOURS:
         for j in range(64):
             shade = _series_shade(rgb, j)
             assert all(0.0 <= c <= 1.0 for c in shade)

@@ -28,7 +28,7 @@ from .epochs import EpochOverlays
 from .scalars import ScalarPanels
 from .sidebar import FOLD_RUNS, Sidebar  # noqa: F401 (FOLD_RUNS: app.FOLD_RUNS, as before)
 from .table import ValueTables
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
+from .style import PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text, run_colour
 
 
 class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays,
@@ -54,7 +54,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         # every loaded run keeps its colour; the sidebar shows, hides and filters them
         self.all_runs = list(runs)
-        self._colours = {r.name: PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self._colours = {r.name: run_colour(k) for k, r in enumerate(self.all_runs)}  # never repeated
         # reveal: each run drawn as it stood at the cursor (see model.revealed); settings hidden
         # until the reader has named a symptom
         self.reveal = bool(reveal)

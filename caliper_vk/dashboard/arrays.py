@@ -12,7 +12,7 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
-from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, dim, fitted_text
+from .style import ARRAY_PX, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, dim, fitted_text, run_colour
 
 
 class ArrayPanels:
@@ -468,7 +468,7 @@ class ArrayPanels:
         for run, x, recall, precision, names in shown:
             recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
             for c, name in enumerate(names):
-                rgb = PALETTE[c % len(PALETTE)]
+                rgb = run_colour(c)
                 suffix = "" if len(self.runs) == 1 else f" · {run.name}"
                 implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
                 implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
