@@ -195,7 +195,8 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
     run = load_run(tmp_path / "ep")
     assert epoch_bounds(run) == [10, 20, 30, 35]  # the fourth still running at the run's end
     segs = epoch_segments(run, "train/loss", 25, 6)  # up to the cursor's step
-    assert [k for k, _, _ in segs] == [1, 2, 3]
+    assert [k for k, *_ in segs] == [1, 2, 3]
+    assert [whole for *_, whole in segs] == [True, True, False]  # the third cut at the cursor
     assert segs[0][1].tolist() == list(range(1, 11)) and segs[2][1].tolist() == list(range(1, 6))
     assert segs[1][2][0] == 10.0 - 11 / 10.0  # epoch 2 starts at step 11, drawn at 1
     lines = []
