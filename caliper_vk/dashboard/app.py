@@ -25,17 +25,15 @@ from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .epochs import EpochOverlays
+from .folded import FoldedPanels
 from .scalars import ScalarPanels
 from .sidebar import FOLD_RUNS, Sidebar  # noqa: F401 (FOLD_RUNS: app.FOLD_RUNS, as before)
 from .table import ValueTables
 from .style import PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text, run_colour
 
 
-SECTIONS = {"scalar": "metrics", "histogram": "histograms", "array": "arrays", "confusion": "confusions"}
-
-
 class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays,
-                Sidebar):
+                FoldedPanels, Sidebar):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -81,7 +79,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         r, g, b, _ = self.ui.overlay.clear
         self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
         self._plots: list = []
-        self.folded: list[int] = []  # the panels shown folded into one "not recorded" line (_folded_line)
+        self.folded: list[int] = []  # the panels shown folded into one "not recorded" line (folded.py)
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -179,12 +177,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
         shown = self._panels_shown()
-        self.folded = [i for i, panel in shown if i not in self.pinned_panels and not self._recorded(panel)]
-        if len(self.folded) == len(shown):  # nothing else to show: each says so in a panel of its own
-            self.folded = []
-        if self.folded:
-            self._folded_line()
-            shown = [(i, panel) for i, panel in shown if i not in self.folded]
+        shown = self._fold_unrecorded(shown)  # one line for the panels no run shown has (folded.py)
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
@@ -201,37 +194,6 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             imgui.end_child()
         imgui.end_child()
         imgui.end()
-
-    def _recorded(self, panel: model.Panel) -> bool:
-        """Whether any run shown has a sample of any of ``panel``'s metrics."""
-        section = SECTIONS[panel.kind]
-        return any(len(getattr(run, section).get(k) or ()) for run in self.runs for k in panel.keys)
-
-    def _unit_title(self, panel: model.Panel) -> str:
-        """``panel``'s title with its units, as recorded in any run loaded ("Task metrics [dB]")."""
-        units = sorted({s.unit for r in self.all_runs for k in panel.keys
-                        if panel.kind == "scalar" and (s := r.metrics.get(k)) is not None and s.unit})
-        return panel.title + (f" [{', '.join(units)}]" if units else "")
-
-    def _folded_line(self) -> None:
-        """The panels none of the runs shown has a sample of (another run's histograms, a run
-        hidden), folded into one line above the others instead of a "not recorded" panel each
-        (they took most of a tall PNG); each, with the runs that have it, on hover. A pinned
-        panel is drawn anyway, and so is every panel when none of them has data."""
-        shown = "the runs shown" if len(self.runs) > 1 else "the run shown"
-        titles = [self._unit_title(self.panels[i]) for i in self.folded]
-        fitted_text(f"not recorded in {shown} ({len(titles)} panel{'s' if len(titles) > 1 else ''}): "
-                    + ", ".join(titles), dim())
-        if imgui.is_item_hovered():
-            lines = []
-            for i, title in zip(self.folded, titles, strict=True):
-                panel = self.panels[i]
-                section = SECTIONS[panel.kind]
-                having = [r.name for r in self.all_runs
-                          if any(len(getattr(r, section).get(k) or ()) for k in panel.keys)]
-                lines.append(f"{title}: " + (f"recorded in {', '.join(having)}" if having else "in no run"))
-            lines.append("(show a run in the sidebar's run list, or pin a panel to draw it anyway)")
-            imgui.set_tooltip("\n".join(lines))
 
     def _panels_shown(self) -> list[tuple[int, model.Panel]]:
         """The panels drawn, pinned ones first: those enabled that the filter box matches."""
