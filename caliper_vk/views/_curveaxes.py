@@ -23,6 +23,7 @@ TICK = CV.TICK_LEN
 LOG2_10 = np.uint32(CV.LOG2_10_BITS).view(F32)
 INV_LOG2_10 = np.uint32(CV.INV_LOG2_10_BITS).view(F32)
 LOG2_COEFFS = tuple(np.uint32(getattr(CV, f"LOG2_C{k}")).view(F32) for k in range(CV.LOG2_DEGREE + 1))
+EXP2_COEFFS = tuple(np.uint32(getattr(CV, f"EXP2_E{k}")).view(F32) for k in range(6))
 
 
 def f(x) -> np.float32:
@@ -45,6 +46,30 @@ def log2_exact(v) -> np.float32:
     for c in LOG2_COEFFS[-2::-1]:
         acc = f(f(acc * u) + c)
     return f(F32(e) + f(acc * u))
+
+
+def exp2_exact(x) -> np.float32:
+    """``exp2e`` in curve_ticks.comp: 2^x for a finite float32 x with + - * only (the values of a
+    log range, to choose its ticks within a decade): 0 below the normal floats, the largest float
+    above them."""
+    x = F32(x)
+    fl = np.floor(x)
+    if fl < -126:
+        return F32(0.0)
+    if fl > 127:
+        return _exact.FLT_MAX
+    u = f(x - fl)
+    acc = EXP2_COEFFS[-1]
+    for c in EXP2_COEFFS[-2::-1]:
+        acc = f(f(acc * u) + c)
+    m = f(F32(1.0) + f(acc * u))
+    mb = int(np.asarray(m).view(np.uint32))
+    biased = (mb >> 23) + int(fl)
+    if biased <= 0:
+        return F32(0.0)
+    if biased >= 255:
+        return _exact.FLT_MAX
+    return np.uint32((mb & 0x007FFFFF) | (biased << 23)).view(F32)
 
 
 def log2_values(values: np.ndarray) -> np.ndarray:
@@ -80,9 +105,13 @@ def spell(n: int, e: int, room: int) -> str | None:
     return text if len(text) <= min(room, CV.AX_CHARS) else None
 
 
-def linear_ticks(lo, hi, scale, last: int, intervals: int, room: int) -> list:
-    """[(row, label)] of the y ticks over (lo, hi) (float32 words the resolve pass wrote)."""
+def linear_ticks(lo, hi, scale, last: int, intervals: int, room: int, at=None) -> list:
+    """[(row, label)] of the y ticks over (lo, hi) (float32 words the resolve pass wrote). With
+    ``at`` (a log axis whose range starts at ``at``): nice values over the range's values
+    (lo, hi), each at the row of its log2, those <= 0 left out."""
+    logv = at is not None
     lo, hi, scale = F32(lo), F32(hi), F32(scale)
+    at = F32(at) if logv else lo
     with np.errstate(all="ignore"):
         span = f(hi - lo)
         if not (span > 0) or _exact.classify(span) != _exact.FINITE:
@@ -122,7 +151,10 @@ def linear_ticks(lo, hi, scale, last: int, intervals: int, room: int) -> list:
             v = f(F32(k + j) * s)
             if v > hi:
                 break
-            out.append((int(_exact.lut_index(v, lo, scale, last)), spell((k + j) * m, e, room)))
+            if not logv:
+                out.append((int(_exact.lut_index(v, at, scale, last)), spell((k + j) * m, e, room)))
+            elif v > 0:
+                out.append((int(_exact.lut_index(log2_exact(v), at, scale, last)), spell((k + j) * m, e, room)))
     return out
 
 
@@ -153,6 +185,8 @@ def log_ticks(lo, hi, scale, last: int, intervals: int, room: int) -> list:
                 if lo <= t <= hi and len(out) < CV.AX_TICKS:
                     out.append((int(_exact.lut_index(t, lo, scale, last)), spell(m, k, room)))
             k += step
+    if len(out) < 2:  # a range within a decade: nice values over its values
+        return linear_ticks(exp2_exact(lo), exp2_exact(hi), scale, last, intervals, room, at=lo)
     return out
 
 

@@ -3,7 +3,8 @@
 // chosen from the range this frame resolved (stats words ST_LO, ST_HI, ST_SCALE), so the
 // labels state what the trace was drawn with. Y: "nice" values k * m * 10^e (m in 1, 2, 5),
 // at most YTICKS intervals over (lo, hi); on a log axis (LOGY) m * 10^k at the log2 of the
-// value. X: whole sample indices j * m * 10^e. A label is spelled from the integers (N, E) of
+// value, or, when that gives fewer than two ticks (a range within a decade), nice values over
+// the range's values (exp2e: 2^x with + - * only) at their log2. X: whole sample indices j * m * 10^e. A label is spelled from the integers (N, E) of
 // N * 10^E into glyph indices (plain digits for 10^-3 <= |value| < 10^5, else 2.5e-4 with a
 // true minus); one longer than its gutter allows gets length 0 (not drawn). Writes the tick
 // buffer (curve_params.glsl: AX_*) that curve_axes.comp draws. Float math as everywhere in
@@ -83,7 +84,29 @@ void y_tick(inout uint count, float v, float lo, float scale, bool neg, uint a, 
     count += 1u;
 }
 
-uint linear_ticks(float lo, float hi, float scale) {
+// 2^x for a finite x: 2^floor(x) (exponent bits) times a polynomial in the fraction; 0 below
+// the normal floats, the largest float above them.
+float exp2e(float x) {
+    float fl = floor(x);
+    if (fl < -126.0) return 0.0;
+    if (fl > 127.0) return uintBitsToFloat(0x7F7FFFFFu);
+    precise float u = ftz(x - fl);
+    precise float acc = uintBitsToFloat(EXP2_E5);
+    acc = ftz(ftz(acc * u) + uintBitsToFloat(EXP2_E4));
+    acc = ftz(ftz(acc * u) + uintBitsToFloat(EXP2_E3));
+    acc = ftz(ftz(acc * u) + uintBitsToFloat(EXP2_E2));
+    acc = ftz(ftz(acc * u) + uintBitsToFloat(EXP2_E1));
+    acc = ftz(ftz(acc * u) + uintBitsToFloat(EXP2_E0));
+    precise float m = ftz(1.0 + ftz(acc * u));
+    int biased = int(floatBitsToUint(m) >> 23) + int(fl);
+    if (biased <= 0) return 0.0;
+    if (biased >= 255) return uintBitsToFloat(0x7F7FFFFFu);
+    return uintBitsToFloat((floatBitsToUint(m) & 0x007FFFFFu) | (uint(biased) << 23));
+}
+
+// Nice values over (lo, hi), drawn at their row over (at, scale): at themselves, or with logv
+// at their log2 (a value <= 0 is then left out).
+uint linear_ticks(float lo, float hi, float at, float scale, bool logv) {
     uint count = 0u;
     precise float span = ftz(hi - lo);
     if (!(span > 0.0) || classify(span) != CLASS_FINITE) return 0u;
@@ -140,7 +163,8 @@ uint linear_ticks(float lo, float hi, float scale) {
         precise float v = ftz(float(k + j) * s);
         if (v > hi) break;
         int nv = (k + j) * int(m);
-        y_tick(count, v, lo, scale, nv < 0, uint(abs(nv)), e);
+        if (!logv) y_tick(count, v, at, scale, nv < 0, uint(abs(nv)), e);
+        else if (v > 0.0) y_tick(count, log2e(v), at, scale, false, uint(nv), e);
     }
     return count;
 }
@@ -180,6 +204,7 @@ uint log_ticks(float lo, float hi, float scale) {
         }
         k += int(step);
     }
+    if (count < 2u) count = linear_ticks(exp2e(lo), exp2e(hi), lo, scale, true);
     return count;
 }
 
@@ -222,6 +247,6 @@ void main() {
     float lo = uintBitsToFloat(stats[ST_LO]);
     float hi = uintBitsToFloat(stats[ST_HI]);
     float scale = uintBitsToFloat(stats[ST_SCALE]);
-    ticks[0] = P(CV_LOGY) != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, scale);
+    ticks[0] = P(CV_LOGY) != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, lo, scale, false);
     ticks[1] = sample_ticks();
 }

@@ -257,6 +257,10 @@ CURVE = ParamBlock("curve_params", "CV", [
     "LOG2_C3": "0xBEB8964Fu", "LOG2_C4": "0x3E939451u", "LOG2_C5": "0xBE7975BEu", "LOG2_C6": "0x3E5DDBADu",
     "LOG2_C7": "0xBE2DA2CCu", "LOG2_C8": "0x3D941B9Au",
     "LOG2_10_BITS": "0x40549A78u", "INV_LOG2_10_BITS": "0x3E9A209Bu",
+    # 2^u = 1 + u * (E0 + E1 u + ... + E5 u^5) for u in [0, 1) (curve_ticks.comp: a log range's
+    # values, to choose ticks within a decade; about 5e-9 off before float32 rounding)
+    "EXP2_E0": "0x3F317215u", "EXP2_E1": "0x3E75FED5u", "EXP2_E2": "0x3D634186u",
+    "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
     # the EMA's carries: per chunk its local sum, its finite count, 1 + its last finite index,
     # and the carry into it (m, then alpha^t)
     "SC_WORDS": "5"})
