@@ -29,7 +29,7 @@ from .. import chrome, glyphs
 from .._arrays import as_float32
 from . import _curveaxes as axes_, _exact
 from ..engine.shaders.params import CURVE as CV, HEATMAP as HM, RANGE as RG
-from ._base import RangedView, pipeline, range_mode, record_range_pass, resolve_range
+from ._base import RangedView, groups_1d, pipeline, range_mode, record_range_pass, resolve_range
 from ._source import Source
 from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass
 
@@ -219,7 +219,7 @@ class Curve(RangedView):
         p[CV.COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
         p[CV.LOGY] = int(self.log_y)
         cw, ch = chrome.cell()
-        widest = len(axes_.spell(max(n - 1, 0), 0, 99) or "")
+        widest = min(CV.AX_CHARS, len(str(max(n - 1, 0))))  # no x label is longer
         p[CV.AXES], p[CV.FULL_W], p[CV.FULL_H] = int(gw > 0), width, height
         p[CV.GUTTER_W], p[CV.GUTTER_H] = gw, gh
         p[CV.YTICKS] = max(1, min(CV.AX_TICKS - 1, ph // (3 * ch // 2)))
@@ -275,7 +275,7 @@ class Curve(RangedView):
         self._buffer("smooth", 4 * n if self.smoothing is not None and n else 16, host_visible=False)
         self._buffer("scan", 4 * CV.SC_WORDS * max(1, -(-n // scan_chunk(n))), host_visible=False)
         self._buffer("columns", 2 * self.rect.width * 4, host_visible=False)
-        self._buffer("ticks", 4 * CV.AX_SIZE, host_visible=False)
+        self._buffer("ticks", 4 * (CV.AX_SIZE + r.width + r.height), host_visible=False)
         if "atlas" not in self._buffers:
             self._upload("atlas", glyphs.atlas()[0].astype(np.uint32))
         self._buffer("stats", 4 * CV.CS_WORDS)
@@ -314,6 +314,7 @@ class Curve(RangedView):
         chunks = -(-n // scan_chunk(n)) if n else 0
         rec.fill(b["columns"], NO_ROWS)
         record_stats_pass(rec, stats, b["stats"], n)
+        rec.mark("curve stats")
         if chunks:  # the EMA's blocked scan and the last finite sample (curve_smooth.comp)
             rec.dispatch(scan[0], -(-chunks // 64))
             rec.barrier()
@@ -321,18 +322,21 @@ class Curve(RangedView):
             if self.smoothing is not None:
                 rec.barrier()
                 rec.dispatch(scan[2], -(-chunks // 64))
+            rec.mark("curve smoothing")
         record_range_pass(rec, resolve)
         rec.dispatch(cols, -(-pw // 64), 2)
+        rec.mark("curve columns")
         if gw:
             rec.dispatch(ticks, 1)
+            rec.mark("curve ticks")
         self._recorded = (n, r.width, r.height)
         self._axes = (gw, gh, pw, ph)
 
     def record(self, rec) -> None:
         gw, _, pw, ph = self._axes
         rec.dispatch(self._sets[0], -(-pw // 16), -(-ph // 16))
-        if gw:
-            rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
+        if gw:  # the gutters' pixels, numbered (curve_axes.comp)
+            rec.dispatch(self._sets[1], *groups_1d(gw * self.rect.height + pw * self._axes[1], 64))
         self.stale = False
 
     def finish(self) -> None:
@@ -395,11 +399,14 @@ class Curve(RangedView):
                 lw = len(text) * cw
                 label(text, min(max(xx - lw // 2, 0), width - lw), ph + 1 + tick)
             out[ph + 1:ph + 1 + tick, xx] = axis
-        for row, text in reversed(yticks):
+        for row, text in reversed(yticks):  # a label owns its rows left of the tick marks
             yy = ph - 1 - row
+            y0 = min(max(yy - ch // 2, 0), ph - ch)
+            out[y0:y0 + ch, :gw - 1 - tick] = bg
             if text is not None:
-                label(text, gw - 2 - tick - len(text) * cw, min(max(yy - ch // 2, 0), ph - ch))
-            out[yy, gw - 1 - tick:gw - 1] = axis
+                label(text, gw - 2 - tick - len(text) * cw, y0)
+        for row, _ in yticks:
+            out[ph - 1 - row, gw - 1 - tick:gw - 1] = axis
         out[:ph + 1, gw - 1] = axis
         out[ph, gw - 1:] = axis
 

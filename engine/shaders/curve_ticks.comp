@@ -7,7 +7,10 @@
 // the range's values (exp2e: 2^x with + - * only) at their log2. X: whole sample indices j * m * 10^e. A label is spelled from the integers (N, E) of
 // N * 10^E into glyph indices (plain digits for 10^-3 <= |value| < 10^5, else 2.5e-4 with a
 // true minus); one longer than its gutter allows gets length 0 (not drawn). Writes the tick
-// buffer (curve_params.glsl: AX_*) that curve_axes.comp draws. Float math as everywhere in
+// buffer (curve_params.glsl: AX_*) that curve_axes.comp draws, then a word per panel row and
+// per panel column (from AX_SIZE) saying which label's band it lies in (the first label wins
+// where two overlap), where in it, and whether a tick mark is there: each pixel of the gutter
+// then reads one word instead of searching every label. Float math as everywhere in
 // the exact path; caliper_vk/views/_curveaxes.py is the numpy twin, bit for bit.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 1) in;
@@ -18,7 +21,7 @@ layout(local_size_x = 1) in;
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
 #include "curve_log.glsl"  // after Params: on_axis reads LOGY
 layout(std430, binding = 1) readonly buffer Stats { uint stats[]; };
-layout(std430, binding = 2) writeonly buffer Ticks { uint ticks[]; };
+layout(std430, binding = 2) buffer Ticks { uint ticks[]; };
 
 void put(uint w, inout uint len, uint glyph) {
     if (len < AX_CHARS) ticks[w + 2u + len] = glyph;
@@ -243,10 +246,45 @@ uint sample_ticks() {
     return count;
 }
 
+// The row and column words: label index + 1 (AX_OWNER bits), the offset into the label's band
+// (from bit AX_OFFSET_SHIFT), AX_MARK where a tick mark is.
+void owners(uint ny, uint nx) {
+    uint rows = AX_SIZE;
+    uint cols = AX_SIZE + P(CV_FULL_H);
+    int cw = int(P(CV_CELL_W));
+    int ch = int(P(CV_CELL_H));
+    int ph = int(P(CV_H));
+    uint gw = P(CV_GUTTER_W);
+    for (uint y = 0u; y < P(CV_FULL_H); ++y) ticks[rows + y] = 0u;
+    for (uint x = 0u; x < P(CV_FULL_W); ++x) ticks[cols + x] = 0u;
+    for (uint i = ny; i > 0u; --i) {  // the first label written last: it wins
+        uint w = AX_Y + (i - 1u) * AX_WORDS;
+        int y0 = clamp(ph - 1 - int(ticks[w]) - ch / 2, 0, ph - ch);
+        for (int y = y0; y < y0 + ch; ++y) ticks[rows + uint(y)] = i | (uint(y - y0) << AX_OFFSET_SHIFT);
+    }
+    for (uint j = nx; j > 0u; --j) {
+        uint w = AX_X + (j - 1u) * AX_WORDS;
+        int lw = int(ticks[w + 1u]) * cw;
+        int x0 = clamp(int(gw + ticks[w]) - lw / 2, 0, int(P(CV_FULL_W)) - lw);
+        for (int x = x0; x < x0 + lw; ++x) ticks[cols + uint(x)] = j | (uint(x - x0) << AX_OFFSET_SHIFT);
+    }
+    for (uint i = 0u; i < ny; ++i) {
+        uint at = rows + uint(ph - 1 - int(ticks[AX_Y + i * AX_WORDS]));
+        ticks[at] = ticks[at] | AX_MARK;
+    }
+    for (uint j = 0u; j < nx; ++j) {
+        uint at = cols + gw + ticks[AX_X + j * AX_WORDS];
+        ticks[at] = ticks[at] | AX_MARK;
+    }
+}
+
 void main() {
     float lo = uintBitsToFloat(stats[ST_LO]);
     float hi = uintBitsToFloat(stats[ST_HI]);
     float scale = uintBitsToFloat(stats[ST_SCALE]);
-    ticks[0] = P(CV_LOGY) != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, lo, scale, false);
-    ticks[1] = sample_ticks();
+    uint ny = P(CV_LOGY) != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, lo, scale, false);
+    uint nx = sample_ticks();
+    ticks[0] = ny;
+    ticks[1] = nx;
+    owners(ny, nx);
 }

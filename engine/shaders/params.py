@@ -251,6 +251,9 @@ CURVE = ParamBlock("curve_params", "CV", [
     # AX_CHARS glyph indices.
     "AX_TICKS": "16u", "AX_CHARS": "8u", "AX_WORDS": "10u", "AX_Y": "2u", "AX_X": "162u", "AX_SIZE": "322u",
     "TICK_LEN": "3u",
+    # then a word per panel row (from AX_SIZE) and per panel column: the label whose band holds it
+    # (index + 1, 0: none), the offset into that band, and AX_MARK where a tick mark is
+    "AX_OWNER": "0xFFu", "AX_MARK": "0x100u", "AX_OFFSET_SHIFT": "16u",
     # log2 of a mantissa (curve_log.glsl): log2(1 + u) = u * (C0 + C1 u + ... + C8 u^8) for u in
     # [-1/4, 1/2), a least-squares fit (about 2e-8 off before float32 rounding); log2(10), 1/log2(10)
     "LOG2_DEGREE": "8", "LOG2_C0": "0x3FB8AA3Bu", "LOG2_C1": "0xBF38AA5Cu", "LOG2_C2": "0x3EF63863u",
