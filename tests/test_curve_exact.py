@@ -45,6 +45,10 @@ CASES = {
     "axes-negative": (np.linspace(-0.0042, 0.0031, 300), {}, (300, 160)),
     "axes-fine-steps": (1.2345 + 1e-4 * RNG.normal(size=500), {}, (300, 120)),
     "axes-off": (loss_like(500), {"axes": False}, (300, 120)),
+    "axes-tiny-values": (loss_like(400) * 1e-20, {}, (300, 140)),
+    "axes-huge-values": (loss_like(400) * -3e25, {}, (300, 140)),
+    "axes-offset-too-fine": (1e6 + loss_like(400) * 0.1, {}, (300, 140)),
+    "axes-x-scientific": (loss_like(300_000), {}, (200, 100)),
     # log y: the log2 of each value (exact, + - * only); values <= 0 not drawn, counted
     "log-y": (np.abs(loss_like(2000)) + 2e-4, {"log_y": True, "smoothing": 0.95}, (360, 180)),
     "log-y-few": (np.geomspace(3.0, 2e-4, 40), {"log_y": True}, (300, 150)),
