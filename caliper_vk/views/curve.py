@@ -41,6 +41,7 @@ RAW_COLOR = (120, 160, 200, 255)
 SMOOTH_COLOR = (255, 127, 14, 255)
 TEXT_COLOR = chrome.DIM  # tick labels
 AXIS_COLOR = (90, 90, 100, 255)  # axis lines and tick marks
+GRID_COLOR = (38, 38, 45, 255)  # grid lines across the plot at the ticks, under the trace
 Y_CHARS = 7  # the y gutter's width in glyph cells: the longest y label drawn
 MIN_PLOT_W = 64  # a panel narrower than its gutter and this draws no axes
 
@@ -226,6 +227,7 @@ class Curve(RangedView):
         p[CV.XTICKS] = max(1, min(CV.AX_TICKS - 1, pw // ((widest + 2) * cw)))
         p[CV.YCHARS], p[CV.XCHARS], p[CV.CELL_W], p[CV.CELL_H] = Y_CHARS, CV.AX_CHARS, cw, ch
         p[CV.TEXT], p[CV.AXIS] = _exact.pack_rgba(TEXT_COLOR), _exact.pack_rgba(AXIS_COLOR)
+        p[CV.GRID] = _exact.pack_rgba(GRID_COLOR)
         p[CV.G_ZERO], p[CV.G_DOT], p[CV.G_MINUS], p[CV.G_E] = (int(g) for g in glyphs.encode("0.−e"))
         p[CV.CHUNK] = scan_chunk(n)
         p[CV.CHUNKS] = -(-n // scan_chunk(n))
@@ -304,8 +306,8 @@ class Curve(RangedView):
             [b["params"], data, b["smooth"], b["stats"], b["scan"]]) for stage in range(3)]
         cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
             [b["params"], data, b["smooth"], b["columns"], b["stats"]])
-        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "image"]).bind(
-            [b["params"], b["columns"], self.target])
+        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "buffer", "image"]).bind(
+            [b["params"], b["columns"], b["ticks"], self.target])
         ticks = pipeline(self.device, "curve_ticks", ["uniform", "buffer", "buffer"]).bind(
             [b["params"], b["stats"], b["ticks"]])
         axes = pipeline(self.device, "curve_axes", ["uniform", "buffer", "buffer", "image"]).bind(
@@ -366,10 +368,11 @@ class Curve(RangedView):
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
         gw, pw, ph = int(p[CV.GUTTER_W]), int(p[CV.W]), int(p[CV.H])
-        plot, stats = self._reference_plot(p, pw, ph)
+        ticks = self.reference_ticks(width, height) if gw else ([], [])
+        plot, stats = self._reference_plot(p, pw, ph, ticks)
         out = np.full((height, width), p[CV.BG], np.uint32)
         if gw:
-            self._reference_axes(out, p, *self.reference_ticks(width, height))
+            self._reference_axes(out, p, *ticks)
         out[:ph, gw:] = plot
         if self.log_y:
             stats["nonpositive"] = int(((_exact.classify(self.data) == _exact.FINITE)
@@ -410,9 +413,9 @@ class Curve(RangedView):
         out[:ph + 1, gw - 1] = axis
         out[ph, gw - 1:] = axis
 
-    def _reference_plot(self, p, width: int, height: int):
+    def _reference_plot(self, p, width: int, height: int, ticks=([], [])):
         """The plot area (packed colours) and the NaN/Inf counts, as curve_columns.comp and
-        curve_raster.comp make them."""
+        curve_raster.comp make them; grid lines at ``ticks`` (:meth:`reference_ticks`)."""
         step = np.uint32(p[CV.STEP]).view(F32)
         lo, _hi, scale = self.reference_range(self.data, last=max(height - 1, 1))
         n = int(p[CV.N])
@@ -456,6 +459,8 @@ class Curve(RangedView):
             spans.append(span)
         up = (height - 1 - np.arange(height))[:, None]
         out = np.full((height, width), p[CV.BG], np.uint32)
+        out[[height - 1 - row for row, _ in ticks[0]], :] = p[CV.GRID]
+        out[:, [col for col, _ in ticks[1]]] = p[CV.GRID]
         colors = (p[CV.COLOR0], p[CV.COLOR1])
         for k, span in enumerate(spans):
             valid = span != NO_ROWS

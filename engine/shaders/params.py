@@ -238,6 +238,7 @@ CURVE = ParamBlock("curve_params", "CV", [
     # the glyph indices of '0' (then '1' .. '9'), '.', the minus sign and 'e'.
     "AXES", "FULL_W", "FULL_H", "GUTTER_W", "GUTTER_H", "YTICKS", "XTICKS", "YCHARS", "XCHARS",
     "CELL_W", "CELL_H", "TEXT", "AXIS", "G_ZERO", "G_DOT", "G_MINUS", "G_E",
+    "GRID",  # the grid lines across the plot at the ticks (curve_raster.comp), under the trace
     # The EMA's blocked scan (curve_smooth.comp): CHUNKS chunks of CHUNK samples
     "CHUNK", "CHUNKS",
 ], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
