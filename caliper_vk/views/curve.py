@@ -218,7 +218,6 @@ class Curve(RangedView):
         p[CV.BG] = _exact.pack_rgba(BACKGROUND)
         p[CV.COLOR0] = _exact.pack_rgba(RAW_COLOR)
         p[CV.COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
-        p[CV.LOGY] = int(self.log_y)
         cw, ch = chrome.cell()
         widest = min(CV.AX_CHARS, len(str(max(n - 1, 0))))  # no x label is longer
         p[CV.AXES], p[CV.FULL_W], p[CV.FULL_H] = int(gw > 0), width, height
@@ -295,20 +294,23 @@ class Curve(RangedView):
         n = self.source.array.size
         gw, gh = self.gutter(r.width, r.height)
         pw, ph = r.width - gw, r.height - gh
+        def spec(stage: int = 0) -> dict:  # the log axis and the scan's stage, folded in
+            return CV.specialize(SPEC_LOGY=int(self.log_y), SPEC_STAGE=stage)
+
         if self.log_y:
-            stats = pipeline(self.device, "curve_logstats", STATS_BINDINGS).bind(
+            stats = pipeline(self.device, "curve_logstats", STATS_BINDINGS, spec()).bind(
                 [b["params"], data, b["stats"]])
         else:
             stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
                 [b["stats_params"], data, b["stats"]])
         resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        scan = [pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 4, {0: stage}).bind(
+        scan = [pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 4, spec(stage)).bind(
             [b["params"], data, b["smooth"], b["stats"], b["scan"]]) for stage in range(3)]
-        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
+        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4, spec()).bind(
             [b["params"], data, b["smooth"], b["columns"], b["stats"]])
         raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "buffer", "image"]).bind(
             [b["params"], b["columns"], b["ticks"], self.target])
-        ticks = pipeline(self.device, "curve_ticks", ["uniform", "buffer", "buffer"]).bind(
+        ticks = pipeline(self.device, "curve_ticks", ["uniform", "buffer", "buffer"], spec()).bind(
             [b["params"], b["stats"], b["ticks"]])
         axes = pipeline(self.device, "curve_axes", ["uniform", "buffer", "buffer", "image"]).bind(
             [b["params"], b["ticks"], b["atlas"], self.target])

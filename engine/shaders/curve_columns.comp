@@ -7,7 +7,7 @@
 // from round((v - lo) * scale) with the exact-path rules, over the range the
 // frame's resolve pass wrote (stats words ST_LO, ST_SCALE). A column whose samples
 // are all NaN/Inf covers no rows: a missing measurement stays visibly missing. On a log axis
-// (LOGY) a sample draws at its log2 (on_axis, curve_log.glsl) and one <= 0 is not drawn (the
+// (SPEC_LOGY) a sample draws at its log2 (on_axis, curve_log.glsl) and one <= 0 is not drawn (the
 // stats pass counts it); the NaN/Inf counts always come from the raw samples.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
@@ -16,7 +16,7 @@ layout(local_size_x = 64) in;
 #include "heatmap_params.glsl"  // the stats words of the heatmap stats pass (ST_LO, ST_SCALE)
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-#include "curve_log.glsl"  // after Params: on_axis reads LOGY
+#include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Smooth { float smoothed[]; };
 layout(std430, binding = 3) buffer Columns { uint columns[]; };  // [series * width + column]

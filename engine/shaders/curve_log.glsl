@@ -2,7 +2,7 @@
 // v = m * 2^e; a mantissa m >= 1.5 is halved (exact) so that u = m - 1 lies in [-1/4, 1/2), and
 // log2(v) = e + u * (C0 + C1 u + ... + C8 u^8) by Horner steps, each flushed and `precise`.
 // log2(1) = 0 and log2(2^k) = k exactly. caliper_vk/views/_curveaxes.py (log2_exact) is the
-// numpy twin, bit for bit. Include after common.glsl and curve_params.glsl.
+// numpy twin, bit for bit. Include after common.glsl and curve_params.glsl (SPEC_LOGY).
 
 float log2e(float v) {
     uint b = floatBitsToUint(v);
@@ -29,7 +29,7 @@ float log2e(float v) {
 // What a sample draws as on the axis: the value, or on a log axis its log2 (NaN for a finite
 // value <= 0, which is not drawn and is counted by the stats pass).
 float on_axis(float v) {
-    if (P(CV_LOGY) == 0u || classify(v) != CLASS_FINITE) return v;
+    if (SPEC_LOGY == 0u || classify(v) != CLASS_FINITE) return v;
     float u = ftz(v);
     return u > 0.0 ? log2e(u) : uintBitsToFloat(0x7FC00000u);
 }

@@ -9,7 +9,7 @@ layout(local_size_x = 256) in;
 #include "heatmap_params.glsl"  // ST_MIN, ST_MAX
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-#include "curve_log.glsl"  // after Params: on_axis reads LOGY
+#include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) buffer Stats { uint stats[]; };
 

@@ -16,12 +16,11 @@
 // everywhere in the exact path): the same bits on every device, and the numpy twin
 // (caliper_vk/views/curve.py, ema32) runs the same blocks.
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint STAGE = 0u;
 #include "common.glsl"
 #include "curve_params.glsl"
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-#include "curve_log.glsl"  // after Params: on_axis reads LOGY
+#include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) writeonly buffer Smooth { float smoothed[]; };
 layout(std430, binding = 3) buffer Stats { uint stats[]; };
@@ -112,10 +111,10 @@ void apply_carry(uint j) {
 
 void main() {
     uint j = gl_GlobalInvocationID.x;
-    if (STAGE == 1u) {
+    if (SPEC_STAGE == 1u) {
         if (j == 0u) combine();
     } else if (j < P(CV_CHUNKS)) {
-        if (STAGE == 0u) local_scan(j);
+        if (SPEC_STAGE == 0u) local_scan(j);
         else apply_carry(j);
     }
 }

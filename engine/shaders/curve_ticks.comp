@@ -2,7 +2,7 @@
 // Curve axes, pass 1 (one invocation, after the resolve pass): the ticks and their labels,
 // chosen from the range this frame resolved (stats words ST_LO, ST_HI, ST_SCALE), so the
 // labels state what the trace was drawn with. Y: "nice" values k * m * 10^e (m in 1, 2, 5),
-// at most YTICKS intervals over (lo, hi); on a log axis (LOGY) m * 10^k at the log2 of the
+// at most YTICKS intervals over (lo, hi); on a log axis (SPEC_LOGY) m * 10^k at the log2 of the
 // value, or, when that gives fewer than two ticks (a range within a decade), nice values over
 // the range's values (exp2e: 2^x with + - * only) at their log2. X: whole sample indices j * m * 10^e. A label is spelled from the integers (N, E) of
 // N * 10^E into glyph indices (plain digits for 10^-3 <= |value| < 10^5, else 2.5e-4 with a
@@ -19,7 +19,7 @@ layout(local_size_x = 1) in;
 #include "heatmap_params.glsl"  // ST_LO, ST_HI, ST_SCALE
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
-#include "curve_log.glsl"  // after Params: on_axis reads LOGY
+#include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)
 layout(std430, binding = 1) readonly buffer Stats { uint stats[]; };
 layout(std430, binding = 2) buffer Ticks { uint ticks[]; };
 
@@ -282,7 +282,7 @@ void main() {
     float lo = uintBitsToFloat(stats[ST_LO]);
     float hi = uintBitsToFloat(stats[ST_HI]);
     float scale = uintBitsToFloat(stats[ST_SCALE]);
-    uint ny = P(CV_LOGY) != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, lo, scale, false);
+    uint ny = SPEC_LOGY != 0u ? log_ticks(lo, hi, scale) : linear_ticks(lo, hi, lo, scale, false);
     uint nx = sample_ticks();
     ticks[0] = ny;
     ticks[1] = nx;

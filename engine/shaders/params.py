@@ -231,7 +231,6 @@ CURVE = ParamBlock("curve_params", "CV", [
     "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
     ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
     ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
-    "LOGY",  # 1: values drawn as their log2 (log2e in curve_log.glsl); non-positive ones not drawn
     # The axes (curve_ticks.comp, curve_axes.comp): AXES 1 when the panel has room for them; the
     # panel is FULL_W x FULL_H with the plot at (GUTTER_W, 0); at most YTICKS / XTICKS intervals
     # between ticks, labels of at most YCHARS / XCHARS characters; glyph cells CELL_W x CELL_H;
@@ -267,7 +266,14 @@ CURVE = ParamBlock("curve_params", "CV", [
     "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
     # the EMA's carries: per chunk its local sum, its finite count, 1 + its last finite index,
     # and the carry into it (m, then alpha^t)
-    "SC_WORDS": "5"})
+    "SC_WORDS": "5",
+}, specialization=[
+    # 1: values drawn as their log2 (log2e in curve_log.glsl), those <= 0 not drawn. A constant,
+    # not a word: a CPU implementation such as lavapipe runs both sides of a branch, so a word
+    # would cost every sample the log2 on a linear axis too.
+    ("SPEC_LOGY", 0),
+    ("SPEC_STAGE", 0),  # curve_smooth.comp: which stage of the EMA's scan
+])
 
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
