@@ -23,6 +23,8 @@ what the frame read back.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .. import chrome, glyphs
@@ -44,6 +46,12 @@ AXIS_COLOR = (90, 90, 100, 255)  # axis lines and tick marks
 GRID_COLOR = (38, 38, 45, 255)  # grid lines across the plot at the ticks, under the trace
 Y_CHARS = 7  # the y gutter's width in glyph cells: the longest y label drawn
 MIN_PLOT_W = 64  # a panel narrower than its gutter and this draws no axes
+
+
+@lru_cache(maxsize=1)
+def _label_glyphs() -> tuple[int, int, int, int]:
+    """The atlas's glyph indices of '0' (the digits follow it), '.', the minus sign and 'e'."""
+    return tuple(int(g) for g in glyphs.encode("0.−e"))
 
 
 def scan_chunk(n: int) -> int:
@@ -227,7 +235,7 @@ class Curve(RangedView):
         p[CV.YCHARS], p[CV.XCHARS], p[CV.CELL_W], p[CV.CELL_H] = Y_CHARS, CV.AX_CHARS, cw, ch
         p[CV.TEXT], p[CV.AXIS] = _exact.pack_rgba(TEXT_COLOR), _exact.pack_rgba(AXIS_COLOR)
         p[CV.GRID] = _exact.pack_rgba(GRID_COLOR)
-        p[CV.G_ZERO], p[CV.G_DOT], p[CV.G_MINUS], p[CV.G_E] = (int(g) for g in glyphs.encode("0.−e"))
+        p[CV.G_ZERO], p[CV.G_DOT], p[CV.G_MINUS], p[CV.G_E] = _label_glyphs()
         p[CV.CHUNK] = scan_chunk(n)
         p[CV.CHUNKS] = -(-n // scan_chunk(n))
         return p
@@ -284,6 +292,10 @@ class Curve(RangedView):
         if getattr(self, "_recorded", None) != (n, self.rect.width, self.rect.height):
             self.stale = True
 
+    def _specialization(self, stage: int = 0) -> dict:
+        """The constants folded into the curve's pipelines: the log axis, the scan's stage."""
+        return CV.specialize(SPEC_LOGY=int(self.log_y), SPEC_STAGE=stage)
+
     def record_reads(self, rec) -> None:
         """The value range, the EMA, the columns and the ticks read the values: the first
         submission."""
@@ -294,9 +306,7 @@ class Curve(RangedView):
         n = self.source.array.size
         gw, gh = self.gutter(r.width, r.height)
         pw, ph = r.width - gw, r.height - gh
-        def spec(stage: int = 0) -> dict:  # the log axis and the scan's stage, folded in
-            return CV.specialize(SPEC_LOGY=int(self.log_y), SPEC_STAGE=stage)
-
+        spec = self._specialization
         if self.log_y:
             stats = pipeline(self.device, "curve_logstats", STATS_BINDINGS, spec()).bind(
                 [b["params"], data, b["stats"]])
