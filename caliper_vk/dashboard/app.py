@@ -39,7 +39,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
                  shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None,
-                 tables: bool = False):
+                 tables: bool = False, epochs: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -113,7 +113,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             for i in hits:
                 self.pin_panel(i)
         self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
-        self.epoch_keys: dict = {}  # "Epochs overlaid" panel index -> the series chosen in it (epochs.py)
+        # scalar panels drawn epoch over epoch (epochs.py; each has a toggle where it has a per-step
+        # series and the runs have epochs): with ``epochs``, every one
+        self.epochs_overlaid = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if epochs else set()
         # scalar panels showing the value table under the chart (table.py; each has a toggle)
         self.tables = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if tables else set()
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
@@ -336,8 +338,6 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             self._array_panel(panel, index)
         elif panel.kind == "confusion":
             self._confusion_panel(panel, index)
-        elif panel.kind == "epochs":
-            self._epoch_panel(panel, index)
 
     def _cursor_line(self, index: int, deferred: bool = False) -> None:
         """The cursor in the current plot: dragged, or set by a click. ``deferred``: ImPlot only
@@ -430,8 +430,7 @@ def matches(pattern: str, panel: model.Panel) -> bool:
         rx = re.compile(pattern, re.IGNORECASE)
     except re.error:
         rx = re.compile(re.escape(pattern), re.IGNORECASE)
-    # (the epoch overlay's key is only the series it opens on: it is matched by its title)
-    return bool(rx.search(panel.title)) or (panel.kind != "epochs" and any(rx.search(k) for k in panel.keys))
+    return bool(rx.search(panel.title)) or any(rx.search(k) for k in panel.keys)
 
 
 def open_runs(paths) -> list[Run]:

@@ -139,12 +139,14 @@ class ArrayPanels:
         fitted_text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
                                    if self.hist_mode == "offset" else ""))
         stacks = {}  # id(run) -> the frames drawn, oldest first (overlay and offset)
+        shown = {}  # run name -> the step of the frame drawn at the cursor
         joined = len(self.runs) > 2
         for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
             lines = [f"{run.name}: {text}"]
             if f is not None:
+                shown[run.name] = f.step
                 step = run.to_step(self.axis, self.cursor)
                 stack = model.histogram_stack(frames, step, self.history) if step is not None else []
                 stacks[id(run)] = stack
@@ -156,8 +158,9 @@ class ArrayPanels:
             fitted_text(lines[0] if not joined else "; ".join(lines), _col(self._rgb(run)))
             if len(lines) > 1 and not joined:
                 fitted_text(lines[1])
-        if self.hist_mode == "time":
+        if self.hist_mode == "time":  # over progress: the events are lines at their steps there
             return self._histogram_time(panel, index)
+        self._event_note(shown)  # frames at the cursor: the events so far named (marks.py)
         live = [(k, run) for k, run in enumerate(self.runs) if stacks.get(id(run))]
         grids = {id(run): model.histogram_grid(stacks[id(run)]) for _, run in live}
         rule = next((r for _, r in grids.values() if r), None)
@@ -252,6 +255,9 @@ class ArrayPanels:
         having = self._runs_with("arrays", key)
         if not having:
             return
+        frames = {run.name: f.step for _, run in having
+                  if (f := model.frame_reading(run, run.arrays[key], self.axis, self.cursor)[0]) is not None}
+        self._event_note(frames)  # the events so far, and whether each frame predates them (marks.py)
         spacing = imgui.get_style().item_spacing.x
         line = imgui.get_text_line_height_with_spacing()
         col_w = (imgui.get_content_region_avail().x - spacing * (len(having) - 1)) / len(having)
@@ -400,6 +406,7 @@ class ArrayPanels:
             imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
             imgui.text_wrapped("; ".join(f"{why}: {', '.join(names)}" for why, names in missing.items()))
             imgui.pop_style_color()
+        self._event_note({run.name: f.step for _, run, f, _ in framed})  # (marks.py)
         # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
         # wide as three-digit counts need, when there is room (the view writes them when they fit)
         avail = imgui.get_content_region_avail().x  # the plot keeps at least 200 px of it

@@ -86,8 +86,6 @@ def default_panels(runs: list[Run]) -> list[Panel]:
     rest = [k for k in keys if k not in used and not k.startswith(_SKIP)]
     for k in rest:
         panels.append(Panel(k, "scalar", [k], "", {"group": "other"}))
-    if keys:  # a per-step scalar's epochs over one within-epoch axis (epochs.py; any series can be chosen)
-        panels.append(Panel("Epochs overlaid", "epochs", ["train/loss" if "train/loss" in keys else keys[0]]))
     for name in sorted({k for r in runs for k in r.histograms}):
         panels.append(Panel(f"Histogram {name}", "histogram", [name]))
     for name in sorted({k for r in runs for k in r.arrays}):

@@ -28,9 +28,12 @@ class ScalarPanels:
         if not any(len(run.metrics.get(k) or ()) for run in self.runs for k in panel.keys):
             return self._not_recorded_panel(panel, index)
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
+        epochable = bool(self._overlayable(panel))  # a per-step series, in runs with epochs (epochs.py)
+        by_epoch = epochable and index in self.epochs_overlaid
+        toggles = ("log y", "table", "epochs") if epochable else ("log y", "table")
         style = imgui.get_style()  # the title cut to leave the toggles their room on the line
         toggle = sum(imgui.calc_text_size(t).x + imgui.get_frame_height() + style.item_inner_spacing.x
-                     + style.item_spacing.x for t in ("log y", "table"))
+                     + style.item_spacing.x for t in toggles)
         fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""), reserve=toggle)
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
@@ -40,9 +43,16 @@ class ScalarPanels:
         changed, table = imgui.checkbox(f"table##table{index}", index in self.tables)
         if changed:
             (self.tables.add if table else self.tables.discard)(index)
+        if epochable:  # its epochs over one within-epoch axis, older fainter (epochs.py)
+            imgui.same_line()
+            changed, on = imgui.checkbox(f"epochs##epochs{index}", by_epoch)
+            if imgui.is_item_hovered():
+                imgui.set_tooltip("lay the epochs over each other, steps into the epoch across, older fainter")
+            if changed:
+                self.overlay_epochs(index, on)
         self._definitions(panel)
         span = None
-        if index not in self._limits:  # a new plot, or a new x axis: show every sample
+        if index not in self._limits and not by_epoch:  # a new plot, or a new x axis: show every sample
             span = self._x_span(panel)
             if span is None:
                 implot.set_next_axis_to_fit(implot.ImAxis_.x1)
@@ -51,6 +61,8 @@ class ScalarPanels:
         notes = [panel.note] if panel.note else []
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
+        if by_epoch:
+            notes += self._epoch_notes(panel)
         # the plot takes what the title, the definitions and the notes below it leave
         rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
@@ -58,7 +70,10 @@ class ScalarPanels:
                      - (self._table_height(panel) if index in self.tables else 0.0))
         self._items = {}
         self._tags: list[float] = []  # pixel columns of this plot's x-axis tags (never overlapped)
-        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
+        if by_epoch:  # epoch over epoch: no cursor line on this axis (the newest epoch ends at it)
+            self._epoch_plot(panel, index, height)
+            self._legend_rows[index] = self._draw_legend()
+        elif self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             linear = index not in self.log_y
             if linear:  # an auto-fitted y axis leaves a margin: a series at its extreme (one step of a
                 # learning-rate schedule) is drawn inside the plot, not under its frame. Not on a log

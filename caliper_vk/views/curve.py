@@ -180,7 +180,7 @@ class Curve(RangedView):
             return 1
         return max(self.rect.height - self.gutter(self.rect.width, self.rect.height)[1] - 1, 1)
 
-    def _mode(self) -> tuple:
+    def range_spec(self) -> tuple[int, float, float]:
         """(mode, fixed lo, fixed hi) of the range in axis units: a fixed range on a log axis
         is resolved from the log2 of its ends (the twin's :func:`_curveaxes.log2_exact`)."""
         mode, lo, hi = range_mode(self.value_range)
@@ -194,21 +194,10 @@ class Curve(RangedView):
         return axes_.log2_values(values) if self.log_y else np.asarray(values, F32).reshape(-1)
 
     def reference_range(self, values=None, last=None) -> tuple:
-        mode, flo, fhi = self._mode()
+        mode, flo, fhi = self.range_spec()
         kmin, kmax = (_exact.NO_KEY, 0) if mode == RG.MODE_FIXED else _exact.finite_keys(
             self.on_axis(self.data if values is None else values))
         return _exact.device_range(mode, kmin, kmax, flo, fhi, self.range_last() if last is None else last)
-
-    def count_bounds(self) -> tuple[float, float]:
-        if self.log_y:
-            return float("-inf"), float("inf")
-        return super().count_bounds()
-
-    def _range_params(self, count: int = 1, last=None) -> np.ndarray:
-        mode, flo, fhi = self._mode()
-        return RG.pack({"MODE": mode, "COUNT": count, "KEYS": self.range_words[0],
-                        "OUT": self.range_words[1], "LAST": self.range_last() if last is None else last,
-                        "LO": flo, "HI": fhi})
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
@@ -266,7 +255,7 @@ class Curve(RangedView):
         return float(_exact.ftz(data[finite[-1]])) if finite.size else None
 
     def _stats_params(self, base: int, dtype: int) -> np.ndarray:
-        """The heatmap stats pass's parameters: the values' finite min/max for the range."""
+        """The heatmap stats pass's parameters (a linear axis): the values' finite min/max."""
         lo, hi = self.count_bounds()
         p = HM.new()
         p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
