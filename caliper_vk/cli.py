@@ -147,7 +147,7 @@ def cmd_doctor(args) -> int:
 def _render_options(args) -> dict:
     return {"colormap": args.colormap, "value_range": _range(args.range), "bins": args.bins,
             "smoothing": args.smoothing, "yaw_deg": args.yaw, "pitch_deg": args.pitch, "zoom": args.zoom,
-            "point_size_px": args.point_size, "palette": args.palette}
+            "point_size_px": args.point_size, "palette": args.palette, "log_y": args.log_y}
 
 
 def _file_view(args, arrays: dict, extra: dict):
@@ -377,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="histogram: number of bins, or auto (the rule of docs/views.md; default 64)")
     p.add_argument("--smoothing", type=float, default=None,
                    help="curve: EMA weight in (0, 1) for a smoothed line over the raw trace")
+    p.add_argument("--log-y", action="store_true",
+                   help="curve: a log y axis (values <= 0 are not drawn and are counted)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")

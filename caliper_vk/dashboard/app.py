@@ -25,14 +25,15 @@ from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .epochs import EpochOverlays
+from .folded import FoldedPanels
 from .scalars import ScalarPanels
 from .sidebar import FOLD_RUNS, Sidebar  # noqa: F401 (FOLD_RUNS: app.FOLD_RUNS, as before)
 from .table import ValueTables
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
+from .style import PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text, run_colour
 
 
 class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays,
-                Sidebar):
+                FoldedPanels, Sidebar):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -54,7 +55,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         # every loaded run keeps its colour; the sidebar shows, hides and filters them
         self.all_runs = list(runs)
-        self._colours = {r.name: PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self._colours = {r.name: run_colour(k) for k, r in enumerate(self.all_runs)}  # never repeated
         # reveal: each run drawn as it stood at the cursor (see model.revealed); settings hidden
         # until the reader has named a symptom
         self.reveal = bool(reveal)
@@ -80,6 +81,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         r, g, b, _ = self.ui.overlay.clear
         self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
         self._plots: list = []
+        self.folded: list[int] = []  # the panels shown folded into one "not recorded" line (folded.py)
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -184,6 +186,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
         shown = self._panels_shown()
+        shown = self._fold_unrecorded(shown)  # one line for the panels no run shown has (folded.py)
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
