@@ -143,6 +143,37 @@ def cmd_doctor(args) -> int:
     return 0 if result.passed else 1
 
 
+# What the render command's flags set, by the option a view takes (a view gets those it takes).
+def _render_options(args) -> dict:
+    return {"colormap": args.colormap, "value_range": _range(args.range), "bins": args.bins,
+            "smoothing": args.smoothing, "yaw_deg": args.yaw, "pitch_deg": args.pitch, "zoom": args.zoom,
+            "point_size_px": args.point_size, "palette": args.palette, "log_y": args.log_y}
+
+
+def _file_view(args, arrays: dict, extra: dict):
+    """The registered view ``args.view`` made from the file's arrays: its first input (the view's
+    registration names it: ``data``, ``positions``) from the array of that name, else ``data``
+    or the only array; its further inputs (``labels``, ``values``) from the flags or the file."""
+    from .views import SPECS, make_view, view_options
+
+    spec = SPECS.get(args.view)
+    if spec is None:
+        make_view(args.view)  # raises with the list of views
+    if not spec.cli:
+        can = ", ".join(name for name, s in SPECS.items() if s.cli)
+        raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet; these "
+                        f"can: {can}")
+    first, *more = spec.inputs
+    data = _pick(arrays, first, "data", args.view, *(() if "values" in more else ("values",)))
+    if data is None:
+        raise UserError(f"{args.input} holds {sorted(arrays)}; the {args.view} view needs "
+                        f"'{first}' (or a single array)")
+    inputs = {first: data, **{k: extra.get(k, _pick(arrays, k)) for k in more}}
+    valid = view_options(spec.cls)
+    options = {k: v for k, v in _render_options(args).items() if k in valid}
+    return make_view(args.view, **inputs, **options)
+
+
 def cmd_render(args) -> int:
     if args.run is not None:
         return cmd_render_run(args)
@@ -150,7 +181,6 @@ def cmd_render(args) -> int:
         raise UserError("render needs --view, --input and --out (a PNG of one array), or a run "
                         "directory and -o VIDEO (a video of its array probes)")
     from .engine import Canvas
-    from .views import make_view
 
     arrays = load_arrays(args.input)
     extra = {}
@@ -158,39 +188,7 @@ def cmd_render(args) -> int:
         if flag:
             extra[key] = next(iter(load_arrays(flag).values()))
     width, height = _size(args.size)
-    if args.view == "pointcloud":
-        positions = _pick(arrays, "positions", "data")
-        if positions is None:
-            raise UserError(f"{args.input} holds {sorted(arrays)}; the pointcloud view needs "
-                            "'positions' (or a single array)")
-        labels = extra.get("labels", _pick(arrays, "labels"))
-        values = extra.get("values", _pick(arrays, "values"))
-        view = make_view("pointcloud", positions=positions, labels=labels, values=values,
-                         yaw_deg=args.yaw, pitch_deg=args.pitch, zoom=args.zoom,
-                         point_size_px=args.point_size, colormap=args.colormap,
-                         palette=args.palette, value_range=_range(args.range))
-    elif args.view == "heatmap":
-        data = _pick(arrays, "data", "heatmap", "values")
-        if data is None:
-            raise UserError(f"{args.input} holds {sorted(arrays)}; the heatmap view needs "
-                            "'data' (or a single array)")
-        view = make_view("heatmap", data=data, colormap=args.colormap,
-                         value_range=_range(args.range))
-    elif args.view == "histogram":
-        data = _pick(arrays, "data", "values")
-        if data is None:
-            raise UserError(f"{args.input} holds {sorted(arrays)}; the histogram view needs "
-                            "'data' (or a single array)")
-        view = make_view("histogram", data=data, bins=args.bins, value_range=_range(args.range))
-    elif args.view == "curve":
-        data = _pick(arrays, "data", "values")
-        if data is None:
-            raise UserError(f"{args.input} holds {sorted(arrays)}; the curve view needs "
-                            "'data' (or a single array)")
-        view = make_view("curve", data=data, value_range=_range(args.range), smoothing=args.smoothing)
-    else:
-        make_view(args.view)  # raises with the list of views
-        raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet")
+    view = _file_view(args, arrays, extra)
     with Canvas(width, height) as canvas:
         canvas.add(view)
         path = canvas.save_png(args.out)
@@ -318,6 +316,19 @@ def _serve_view(runs, options, args) -> int:
     return 0
 
 
+class _RenderHelp(argparse.HelpFormatter):
+    """``caliper render --help``: ``--view`` lists the registered views that draw from an array
+    file, read from the view registry only when the help is printed (building the parser imports
+    no view: ``caliper doctor`` must run where Vulkan does not load)."""
+
+    def _get_help_string(self, action):
+        if action.dest == "view":
+            from .views import SPECS
+
+            return f"{action.help}: {', '.join(name for name, spec in SPECS.items() if spec.cli)}"
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caliper", description=(
         "Caliper: watch a network's internal state in the same frame it was computed."))
@@ -344,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("render", help="render a .npy/.npz/.pt file to a PNG, or a run's array probes "
                        "to a video, headless")
     p.add_argument("run", nargs="?", help="a run directory: make a video of its array probes (-o VIDEO)")
-    p.add_argument("--view", help="pointcloud, heatmap, histogram or curve")
+    p.formatter_class = _RenderHelp
+    p.add_argument("--view", help="the view to draw")
     p.add_argument("--input", help="FILE.npy | FILE.npz | FILE.pt")
     p.add_argument("-o", "--out", help="output PNG path; with a run, the video (.mp4, .mkv lossless, .webm)")
     p.add_argument("--array", action="append", help="with a run: the probes to show (repeatable; a name "
@@ -365,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="histogram: number of bins, or auto (the rule of docs/views.md; default 64)")
     p.add_argument("--smoothing", type=float, default=None,
                    help="curve: EMA weight in (0, 1) for a smoothed line over the raw trace")
+    p.add_argument("--log-y", action="store_true",
+                   help="curve: a log y axis (values <= 0 are not drawn and are counted)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")

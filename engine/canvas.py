@@ -185,6 +185,9 @@ class Canvas:
         # barrier orders it after part 1 (barriers reach back across submissions).
         rec = self._recorder.begin()
         rec.barrier()
+        # what ran after the reads in the first batch (submit's reads_extra: a live session's
+        # history copies), timed apart from the panels' own passes
+        rec.mark("reads extra")
         for p in self.panels:
             p.drawable.record(rec)
             rec.mark(type(p.drawable).__name__)

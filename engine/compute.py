@@ -42,13 +42,19 @@ class ComputePipeline:
         unsigned). The driver compiles the pipeline with them folded in, so a branch on
         one costs nothing at run time: a CPU implementation (lavapipe) otherwise runs
         every side of a branch.
+    names : sequence of str, optional
+        A name per binding (the built-in passes' declarations, engine/shaders/passes.py):
+        then :meth:`bind` takes the resources by name.
     """
 
     def __init__(self, device: Device, spirv: bytes, bindings, name: str = "compute",
-                 specialization: dict | None = None):
+                 specialization: dict | None = None, names=None):
         self.device = device
         self.name = name
         self.bindings = tuple(bindings)
+        self.names = tuple(names) if names is not None else None
+        if self.names is not None and len(self.names) != len(self.bindings):
+            raise ValueError(f"{name}: {len(self.names)} binding names for {len(self.bindings)} bindings")
         unknown = [b for b in self.bindings if b not in _KINDS]
         if unknown:
             raise ValueError(f"unknown binding kinds {unknown}; use 'buffer', 'uniform' or 'image'")
@@ -99,8 +105,23 @@ class ComputePipeline:
         self.handle = vk.vkCreateComputePipelines(dev, None, 1, info, None)[0]
         self._pools: list = []
 
-    def bind(self, resources) -> DescriptorSet:
-        """A descriptor set for ``resources`` (Buffers / StorageImages in binding order)."""
+    def bind(self, resources=None, /, **named) -> DescriptorSet:
+        """A descriptor set for ``resources`` (Buffers / StorageImages in binding order), or for
+        the resources given by binding name (``bind(params=..., data=..., target=...)``) when
+        the pipeline was made with names: every name once, no other."""
+        if named:
+            if self.names is None or resources is not None:
+                raise TypeError(f"{self.name}: give the resources in binding order or, to a pipeline "
+                                "made with binding names, by name; not both")
+            missing = [n for n in self.names if n not in named]
+            unknown = sorted(set(named) - set(self.names))
+            if missing or unknown:
+                raise ValueError(f"{self.name} binds {', '.join(self.names)}: " + "; ".join(
+                    s for s in (f"missing {', '.join(missing)}" if missing else "",
+                                f"no binding named {', '.join(unknown)}" if unknown else "") if s))
+            resources = [named[n] for n in self.names]
+        if resources is None:
+            raise TypeError(f"{self.name}: no resources to bind")
         if len(resources) != len(self.bindings):
             raise ValueError(
                 f"{self.name} takes {len(self.bindings)} resources, got {len(resources)}"

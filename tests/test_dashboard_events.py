@@ -83,11 +83,8 @@ def test_an_event_is_drawn_at_its_step_on_every_plot_over_progress(tmp_path, mon
     want_plots = sum(p.kind in ("scalar", "confusion") or (p.kind == "histogram" and hist_mode == "time")
                      for p in dash.panels)
     assert len(seen) == want_plots
-    assert EVENT_RGB == (0.0, 1.0, 0.5)  # green over blue, no red: no series or run colour is that
-
-    def event_coloured(px):  # (anti-aliased, blended: the hue, not the exact value)
-        r, g, b = px[..., 0], px[..., 1], px[..., 2]
-        return (g - r > 120) & (g - b > 50)
+    assert EVENT_RGB == (1.0, 1.0, 0.0)  # a light, pure yellow: no series or run colour is that
+    event_coloured = _event_coloured
 
     for (x0, y0, x1, y1), cols in seen.items():
         (c,) = cols
@@ -147,9 +144,9 @@ def _tooltips(monkeypatch) -> list[str]:
     return tips
 
 
-def _event_coloured(px):  # (anti-aliased, blended: the hue, not the exact value)
+def _event_coloured(px):  # (anti-aliased, blended: the hue, not the exact value): a light yellow
     r, g, b = px[..., 0], px[..., 1], px[..., 2]
-    return (g - r > 120) & (g - b > 50)
+    return (r > 190) & (g > 190) & (b < 90)
 
 
 @pytest.mark.parametrize("cursor", [25, 35])

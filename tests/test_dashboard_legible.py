@@ -107,9 +107,12 @@ def _problems(dash, layout) -> list[str]:
                 out.append(f"{where}: {text!r} runs past its panel ({x1:.0f},{y1:.0f} > {wx1:.0f},{wy1:.0f})")
         elif where == "sidebar" and x1 > wx1 + 0.5:
             out.append(f"sidebar: {text!r} runs past it ({x1:.0f} > {wx1:.0f})")
+    if dash.folded and not any(where == "panels" and text.startswith("not recorded in the run")
+                               for where, text, *_ in layout.texts):
+        out.append(f"{len(dash.folded)} panels folded away and no line says so")
     for i, (panel, on) in enumerate(zip(dash.panels, dash.enabled, strict=True)):
         name = f"panel{i}"
-        if on and name not in layout.drew and name not in layout.said:
+        if on and name not in layout.drew and name not in layout.said and i not in dash.folded:
             out.append(f"{panel.title!r} ({panel.keys[:3]}) is blank and does not say why")
     return out
 

@@ -195,7 +195,8 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
     run = load_run(tmp_path / "ep")
     assert epoch_bounds(run) == [10, 20, 30, 35]  # the fourth still running at the run's end
     segs = epoch_segments(run, "train/loss", 25, 6)  # up to the cursor's step
-    assert [k for k, _, _ in segs] == [1, 2, 3]
+    assert [k for k, *_ in segs] == [1, 2, 3]
+    assert [whole for *_, whole in segs] == [True, True, False]  # the third cut at the cursor
     assert segs[0][1].tolist() == list(range(1, 11)) and segs[2][1].tolist() == list(range(1, 6))
     assert segs[1][2][0] == 10.0 - 11 / 10.0  # epoch 2 starts at step 11, drawn at 1
     lines = []
@@ -223,9 +224,9 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
 
 
 def test_a_series_shade_keeps_its_runs_hue_however_many_series():
-    from caliper_vk.dashboard.style import PALETTE, _series_shade
+    from caliper_vk.dashboard.colours import RUN_COLOURS, _series_shade
 
-    for rgb in PALETTE:
+    for rgb in RUN_COLOURS:
         for j in range(64):
             shade = _series_shade(rgb, j)
             assert all(0.0 <= c <= 1.0 for c in shade)

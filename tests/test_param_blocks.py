@@ -17,7 +17,11 @@ def test_generated_headers_are_what_the_declarations_say(tmp_path):
         text = (out / f"{block.name}.glsl").read_text()
         for k, (field, _) in enumerate(block.fields):
             assert f"#define {block.prefix}_{field} {k}\n" in text
-            assert getattr(block, field) == k
+        for field in block.kinds:  # each field (an array field: its first word) by name
+            first, count, _ = block.field(field.lower())
+            assert getattr(block, field) == first and f"#define {block.prefix}_{field} {first}\n" in text
+            assert [w for w, _ in block.fields[first:first + count]] == (
+                [field] if count == 1 else [f"{field}{i}" for i in range(count)])
         for const, literal in block.constants.items():
             assert f"#define {const} {literal}\n" in text
         assert f"#define {block.prefix}_VEC4S {block.vec4s}\n" in text
@@ -49,7 +53,8 @@ def test_views_fill_exactly_their_blocks_words():
     from caliper_vk.views import Heatmap, PointCloud
 
     p = PointCloud(np.zeros((3, 3), np.float32)).params(64, 48)
-    assert p.dtype == np.uint32 and p.size == POINTCLOUD.words == 48
-    assert p[POINTCLOUD.W] == 64 and p[POINTCLOUD.H] == 48
-    h = Heatmap(np.ones((2, 5), np.float32)).params(10, 10)
+    words = np.asarray(p)
+    assert words.dtype == np.uint32 and words.size == POINTCLOUD.words == 48
+    assert p["w"] == 64 and p["h"] == 48 and words[POINTCLOUD.W] == 64
+    h = np.asarray(Heatmap(np.ones((2, 5), np.float32)).params(10, 10))
     assert h.size == 16 and h[1] == 5  # HM_COLS is word 1 in the generated header

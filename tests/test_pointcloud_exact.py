@@ -165,7 +165,7 @@ def test_the_device_fit_writes_its_twins_words_and_is_the_float64_fit_to_float32
     """pointcloud_fit writes into the parameter block exactly the words of its twin
     (_pointfit.device_fit), at every scale float32 holds; and those are the box centre and half
     diagonal of the float64 formula to float32 precision (the Newton reciprocal's error)."""
-    from caliper_vk.engine.shaders.params import POINTCLOUD as PC
+    from caliper_vk.engine.shaders.params import POINTCLOUD as PC, ParamValues
     from caliper_vk.views import _exact
 
     rng = np.random.default_rng(7)
@@ -178,14 +178,14 @@ def test_the_device_fit_writes_its_twins_words_and_is_the_float64_fit_to_float32
             view = PointCloud(pos, zoom=1.5)
             panel = canvas.add(view)
             canvas.render()
-            got = view._buffers["params"].view(np.uint32, PC.words).copy()
+            got = ParamValues(PC, view._buffers["params"].view(np.uint32, PC.words))
             want = view.params_fitted(64, 48)
-            assert np.array_equal(got, want), trial
+            assert got == want, trial
             canvas.remove(panel)
             fin = pos[np.isfinite(pos).all(axis=1)]
             lo, hi = (_exact.ftz(v).astype(np.float64) for v in (fin.min(axis=0), fin.max(axis=0)))
             radius = float(np.sqrt((((hi - lo) / 2) ** 2).sum()))
-            f = want.view(np.float32)
-            assert np.allclose(f[PC.CX:PC.CX + dim], (lo + hi) / 2, rtol=2e-7, atol=0)
-            assert abs(-float(f[PC.ZMIN]) / radius - 1) < 1e-6
-            assert abs(float(f[PC.SCALE]) * radius / (1.5 * 0.45 * 48) - 1) < 1e-6
+            centre = [want[c] for c in ("cx", "cy", "cz")[:dim]]
+            assert np.allclose(centre, (lo + hi) / 2, rtol=2e-7, atol=0)
+            assert abs(-want["zmin"] / radius - 1) < 1e-6
+            assert abs(want["scale"] * radius / (1.5 * 0.45 * 48) - 1) < 1e-6

@@ -25,14 +25,15 @@ from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .epochs import EpochOverlays
+from .folded import FoldedPanels
 from .scalars import ScalarPanels
 from .sidebar import FOLD_RUNS, Sidebar  # noqa: F401 (FOLD_RUNS: app.FOLD_RUNS, as before)
 from .table import ValueTables
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
+from .style import PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text, run_colour
 
 
 class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays,
-                Sidebar):
+                FoldedPanels, Sidebar):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
@@ -54,7 +55,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         # every loaded run keeps its colour; the sidebar shows, hides and filters them
         self.all_runs = list(runs)
-        self._colours = {r.name: PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self._colours = {r.name: run_colour(k) for k, r in enumerate(self.all_runs)}  # never repeated
         # reveal: each run drawn as it stood at the cursor (see model.revealed); settings hidden
         # until the reader has named a symptom
         self.reveal = bool(reveal)
@@ -65,6 +66,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self.run_filter = ""
         self._limits: dict = {}
         self._cache: dict = {}
+        self._edges: dict = {}  # (x column, view, columns) -> each pixel column's first sample (model.py)
+        self._series_count = sum(len(r.metrics) for r in self.all_runs)  # (bounds the caches)
         self._set_shown()
         self.ui = ImGuiRenderer(size=size, window=window)
         # The main window covers the display: the overlay clears to its background colour and imgui
@@ -78,6 +81,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         r, g, b, _ = self.ui.overlay.clear
         self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
         self._plots: list = []
+        self.folded: list[int] = []  # the panels shown folded into one "not recorded" line (folded.py)
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -134,6 +138,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._laid_out = False  # the first frame() lays out once before it draws
+        self._layout_pass = False  # True while it does
+        self._wide = None  # the scalar panel being drawn has many traces (one band each): its extent
+        self._log_axis = False  # ... and its y axis is logarithmic
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._cursor_axis = None  # its x axis's transform, when checked (see reuse.py)
         self._inputs = None  # what the scalar panel being drawn is drawn from (see reuse.py)
@@ -152,7 +159,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         if not self._laid_out:
             self._laid_out = True
             self.ui.new_frame([])
-            self._build()
+            self._layout_pass = True  # (long traces reduced coarsely: this frame is not drawn)
+            try:
+                self._build()
+            finally:
+                self._layout_pass = False
             self.ui.discard_frame()
         events = self.ui.new_frame(events)
         self._build()
@@ -175,6 +186,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
         shown = self._panels_shown()
+        shown = self._fold_unrecorded(shown)  # one line for the panels no run shown has (folded.py)
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:

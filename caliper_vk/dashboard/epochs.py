@@ -38,22 +38,32 @@ def epoch_bounds(run) -> list[int]:
     return ends
 
 
-def epoch_segments(run, key: str, upto: float, count: int) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def epoch_segments(run, key: str, upto: float, count: int, ends: list[int] | None = None,
+                   whole: dict | None = None) -> list[tuple[int, np.ndarray, np.ndarray, bool]]:
     """The last ``count`` epochs of series ``key`` that began at or before step ``upto``, oldest
-    first: (epoch number from 1, x = steps into the epoch from 1, values), each cut at ``upto``."""
+    first: (epoch number from 1, x = steps into the epoch from 1, values, whether the epoch is
+    whole), each cut at ``upto``. ``ends``: :func:`epoch_bounds` of the run, when known;
+    ``whole``: a dict keeping each whole epoch's arrays (they do not depend on ``upto``)."""
     s = run.metrics.get(key)
-    ends = epoch_bounds(run)
+    ends = epoch_bounds(run) if ends is None else ends
     if s is None or not len(s) or not ends:
         return []
     starts = [0, *ends[:-1]]  # epoch k holds the steps (starts[k], ends[k]]
     live = [k for k in range(len(ends)) if starts[k] < upto]
     out = []
     for k in live[-count:]:
-        lo = model.search_x(s.step, starts[k], "right")
-        hi = model.search_x(s.step, min(ends[k], upto), "right")
-        if hi > lo:
+        done = ends[k] <= upto
+        if done and whole is not None and k in whole:
+            x, y = whole[k]
+        else:
+            lo = model.search_x(s.step, starts[k], "right")
+            hi = model.search_x(s.step, min(ends[k], upto), "right")
             x = s.step[lo:hi].astype(np.float64) - starts[k]
-            out.append((k + 1, x, s.value[lo:hi].astype(np.float64)))
+            y = s.value[lo:hi].astype(np.float64)
+            if done and whole is not None:
+                whole[k] = (x, y)
+        if len(x):
+            out.append((k + 1, x, y, done))
     return out
 
 
@@ -105,13 +115,38 @@ class EpochOverlays:
 
     def _epoch_segments(self, run, key: str) -> list:
         """``run``'s epochs of ``key`` to draw at the cursor: none before the run began (a child
-        run on its parent's axis), every one up to its end after it ended."""
+        run on its parent's axis), every one up to its end after it ended. A cursor move costs
+        only the epoch it cuts: the whole epochs' arrays are kept, and the segments of the last
+        step asked (the panel's notes and its plot ask for the same)."""
         step = run.to_step(self.axis, self.cursor)
         if step is None:
             r = run.step_range
             first = run.coordinate(self.axis, np.array([r[0]], float))[0] if r else np.nan
             step = np.inf if np.isfinite(first) and self.cursor > first else -np.inf
-        return epoch_segments(run, key, step, self.history)
+        ck = ("epoch segments", id(run), key)
+        last = self._cache.get(ck)
+        if last is not None and last[0] == (step, self.history):
+            return last[1]
+        segs = epoch_segments(run, key, step, self.history, self._epoch_bounds(run),
+                              self._cache.setdefault(("epochs whole", id(run), key), {}))
+        self._cache[ck] = ((step, self.history), segs)
+        return segs
+
+    def _epoch_bounds(self, run) -> list[int]:
+        key = ("epoch bounds", id(run))
+        if key not in self._cache:
+            self._cache[key] = epoch_bounds(run)
+        return self._cache[key]
+
+    def _epoch_columns(self, run, key: str, k: int, x, y, whole: bool, plot_w: int):
+        """An epoch's per-column min..max (model.reduce_columns), kept for a whole epoch."""
+        ck = ("epoch columns", id(run), key, k, plot_w)
+        hit = self._cache.get(ck) if whole else None
+        if hit is None:
+            hit = model.reduce_columns(x, y, float(x[0]), float(x[-1]), plot_w)
+            if whole:
+                self._cache[ck] = hit
+        return hit
 
     def _epoch_plot(self, panel: model.Panel, index: int, height: float) -> None:
         """Panel ``index``'s plot in its epochs mode (the title, toggles and notes are the
@@ -154,12 +189,12 @@ class EpochOverlays:
                 shade = series_rgb(rgb, j, len(self.runs))
                 if segs:
                     self._item(key, shade if one else _series_shade(NEUTRAL, j))
-                for age, (k, x, y) in enumerate(reversed(segs)):
+                for age, (k, x, y, whole) in enumerate(reversed(segs)):
                     alpha = drawn[k] = epoch_alpha(age, len(segs))
                     label = f"{key} · epoch {k}" + ("" if one else f" · {run.name}")
                     spec = _spec(shade, alpha=alpha, weight=2.0 if age == 0 else 1.2)
                     if len(x) > 3 * plot_w and x[-1] > x[0]:  # a long epoch: per-column min..max, no spike lost
-                        c, lo, hi = model.reduce_columns(x, y, float(x[0]), float(x[-1]), plot_w)
+                        c, lo, hi = self._epoch_columns(run, key, k, x, y, whole, plot_w)
                         implot.plot_shaded(label, c, lo, hi, _spec(shade, fill=0.5 * alpha))
                         implot.plot_line(label, c, hi, spec)
                         implot.plot_line(label, c, lo, spec)
@@ -178,7 +213,7 @@ class EpochOverlays:
         epoch, but never so faint as to be missed), with their text on hover."""
         if not run.events or not drawn:
             return
-        ends = epoch_bounds(run)
+        ends = self._epoch_bounds(run)
         starts = [0, *ends[:-1]]
         step = run.to_step(self.axis, self.cursor)
         hovered, mouse = implot.is_plot_hovered(), imgui.get_mouse_pos().x

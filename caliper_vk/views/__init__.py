@@ -1,19 +1,18 @@
 """Built-in views. Each is a drawable for a canvas panel with a numpy twin
-(``reference``) that produces the same bytes as its compute shaders."""
+(``reference``) that produces the same bytes as its compute shaders, and registers
+itself (``@register_view`` in its module: :mod:`._registry`) with its passes, its
+parameter block, its inputs and its tests. :data:`VIEWS` is the registry's."""
 
-from .confusion import Confusion
-from .curve import Curve
-from .custom import CustomPanel
+from ._registry import SPECS, VIEWS, ViewSpec, profile_tests, register_view
+from .pointcloud import PointCloud
 from .heatmap import Heatmap
 from .histogram import Histogram
-from .images import Images
-from .pointcloud import PointCloud
-from .text import Text
+from .curve import Curve
 from .textgrid import TextGrid
-
-VIEWS = {"pointcloud": PointCloud, "heatmap": Heatmap, "histogram": Histogram, "curve": Curve,
-         "confusion": Confusion, "images": Images, "text": Text,
-         "textgrid": TextGrid}
+from .confusion import Confusion
+from .images import Images
+from .text import Text
+from .custom import CustomPanel
 
 
 class UnknownViewError(ValueError):
@@ -51,6 +50,6 @@ def make_view(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["VIEWS", "Confusion", "Curve", "CustomPanel", "Heatmap", "Histogram", "Images", "PointCloud",
-           "Text", "TextGrid", "UnknownViewError", "make_view",
-           "view_options"]
+__all__ = ["SPECS", "VIEWS", "Confusion", "Curve", "CustomPanel", "Heatmap", "Histogram", "Images",
+           "PointCloud", "Text", "TextGrid", "UnknownViewError", "ViewSpec", "make_view", "profile_tests",
+           "register_view", "view_options"]

@@ -15,20 +15,25 @@ import math
 import numpy as np
 
 from ..engine import Buffer, ComputePipeline, shaders
+from ..engine.shaders import passes
 from ..engine.shaders.params import RANGE as RG
 from . import _exact
 
 MAX_GROUPS = 65535
 
 
-def pipeline(device, name: str, bindings, specialization: dict | None = None) -> ComputePipeline:
-    """The built-in pipeline ``name`` on ``device``, specialised to ``{constant_id: value}``
-    (made once per device and specialisation, closed with it)."""
+def pipeline(device, name: str, specialization: dict | None = None) -> ComputePipeline:
+    """The built-in pass ``name`` (declared in engine/shaders/passes.py) on ``device``,
+    specialised to ``{constant_id: value}`` (made once per device and specialisation, closed
+    with it). Its :meth:`~caliper_vk.engine.ComputePipeline.bind` takes the resources by the
+    declared binding names."""
     spec = dict(specialization or {})
     key = ("pipeline", name, tuple(sorted(spec.items())))
     p = device.cache.get(key)
     if p is None or p.handle is None:
-        p = ComputePipeline(device, shaders.load(name), bindings, name=name, specialization=spec)
+        declared = passes.get(name)
+        p = ComputePipeline(device, shaders.load(name), declared.kinds, name=name, specialization=spec,
+                            names=declared.names)
         device.cache[key] = p
     return p
 
@@ -158,7 +163,10 @@ class ViewBase:
             held = self._stats_view = (buf, count, buf.view(np.uint32, count))
         return held[2].tolist()
 
-    def _upload(self, name: str, array: np.ndarray) -> Buffer:
+    def _upload(self, name: str, array) -> Buffer:
+        """Write ``array`` (an array, or a parameter block's :class:`ParamValues`) into the
+        named buffer, growing it when needed."""
+        array = np.asarray(array)
         buf = self._buffer(name, array.nbytes)
         if array.nbytes:
             buf.write(array)
@@ -319,11 +327,10 @@ class RangedView(ArrayView):
         lo, hi, _ = _exact.device_range(mode, 0, 0, flo, fhi, 1)
         return float(lo), float(hi)
 
-    def _range_params(self, count: int = 1, last=None) -> np.ndarray:
+    def _range_params(self, count: int = 1, last=None):
         mode, flo, fhi = self.range_spec()
-        return RG.pack({"MODE": mode, "COUNT": count, "KEYS": self.range_words[0],
-                        "OUT": self.range_words[1], "LAST": self.range_last() if last is None else last,
-                        "LO": flo, "HI": fhi})
+        return RG.values(mode=mode, count=count, keys=self.range_words[0], out=self.range_words[1],
+                         last=self.range_last() if last is None else last, lo=flo, hi=fhi)
 
     def _read_range(self, words: list[int]) -> None:
         """Keep the frame's (lo, hi) from its stats words (read back by ``finish``)."""

@@ -67,7 +67,7 @@ class PointColors:
         """Coloured by labels (host labels, or labels read in place)."""
         return self.labels is not None or self.label_source is not None
 
-    def color_index(self, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
+    def color_index(self, idx: np.ndarray, p) -> np.ndarray:
         """The colour-table indices of the points ``idx`` under the parameter block ``p``: the
         twin's rule, and what the shaders read per point (``point_colors[]``, uploaded by
         :meth:`prepare` when the labels, values or value range change)."""
@@ -78,7 +78,7 @@ class PointColors:
         if self.valued:
             v = self._host_values()[idx]
             ok = _exact.classify(v) == _exact.FINITE
-            lo, scale = np.uint32(p[PC.VLO]).view(F32), np.uint32(p[PC.VSCALE]).view(F32)
+            lo, scale = F32(p["vlo"]), F32(p["vscale"])
             li = _exact.lut_index(_exact.ftz(np.where(ok, v, F32(0))), lo, scale, 255)
             return np.where(ok, li, np.uint32(COLOR_NAN)).astype(np.uint32)
         return np.full(len(idx), COLOR_UNIFORM, np.uint32)

@@ -49,10 +49,11 @@ def _pow2(k: int) -> F32:
     return np.asarray((127 + k) << 23, U32).view(F32)[()]
 
 
-def device_fit(box, fixed, fitk: float) -> dict[int, int]:
-    """``pointcloud_fit.comp``: the parameter words it writes (``{PC.CX: bits, ...}``) for the
-    box words ``box`` (:func:`device_box`), or for the fixed box ``fixed`` (two float32
-    triples) when not None, and the host's ``fitk`` (float32 ``FITK``)."""
+def device_fit(box, fixed, fitk: float) -> dict[str, F32]:
+    """``pointcloud_fit.comp``: the parameter fields it writes (``{"cx": float32, ...}``: cx, cy,
+    cz, scale, nscale, zmin, dscale; set them with ``ParamValues.set(**fit)``) for the box words
+    ``box`` (:func:`device_box`), or for the fixed box ``fixed`` (two float32 triples) when not
+    None, and the host's ``fitk`` (float32 ``FITK``)."""
     if fixed is not None:
         lo = [_f(v) for v in fixed[0]]
         hi = [_f(v) for v in fixed[1]]
@@ -65,7 +66,7 @@ def device_fit(box, fixed, fitk: float) -> dict[int, int]:
     with np.errstate(all="ignore"):
         for k in range(3):
             a, b = _f(lo[k] * F32(0.5)), _f(hi[k] * F32(0.5))
-            out[PC.CX + k] = _f(a + b)
+            out["c" + "xyz"[k]] = _f(a + b)
             e.append(_f(b - a))
         emax, q, s = max(e), 0, F32(1)
         if emax > 0:
@@ -81,10 +82,10 @@ def device_fit(box, fixed, fitk: float) -> dict[int, int]:
         inv = _f(y * _pow2(-q))
         r = _f(_f(s * y) * _pow2(q))
         scale = _f(F32(fitk) * inv)
-        out[PC.SCALE], out[PC.NSCALE] = scale, -scale
-        out[PC.ZMIN] = -r
-        out[PC.DSCALE] = _f(F32(PC.DEPTH_MAX * 0.5) * inv)
-    return {k: int(np.asarray(v, F32).view(U32)) for k, v in out.items()}
+        out["scale"], out["nscale"] = scale, -scale
+        out["zmin"] = -r
+        out["dscale"] = _f(F32(PC.DEPTH_MAX * 0.5) * inv)
+    return {k: F32(v) for k, v in out.items()}
 
 
 def device_value_keys(values: np.ndarray) -> tuple[int, int]:
@@ -104,9 +105,9 @@ def device_value_range(keys, symmetric: bool) -> tuple[F32, F32, F32]:
     return _exact.device_range(mode, keys[0], int(~U32(keys[1])), 0.0, 1.0, F32(255))
 
 
-def radius_of(words: dict[int, int]) -> float:
-    """The fitted radius the words of :func:`device_fit` hold (``-ZMIN``)."""
-    return -float(np.asarray(words[PC.ZMIN], U32).view(F32))
+def radius_of(fit: dict[str, F32]) -> float:
+    """The fitted radius :func:`device_fit`'s fields hold (``-zmin``)."""
+    return -float(fit["zmin"])
 
 
 @lru_cache(maxsize=256)

@@ -36,8 +36,10 @@ class PointCloudTwin:
     def reference_with_stats(self, width: int, height: int):
         p = self.params_fitted(width, height)
 
-        def f(k):
-            return np.uint32(p[k]).view(F32)
+        def f(field):
+            return F32(p[field])
+
+        rot = [F32(v) for v in p["r"]]
 
         pos = self.positions
         n, dim = pos.shape
@@ -53,19 +55,19 @@ class PointCloudTwin:
         x, y, z = x[finite], y[finite], z[finite]
         ftz = _exact.ftz
         with np.errstate(all="ignore"):
-            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, PC.CX), (y, PC.CY), (z, PC.CZ)))
-            q = [ftz(ftz(ftz(f(PC.R0 + 3 * r) * dx) + ftz(f(PC.R0 + 3 * r + 1) * dy))
-                     + ftz(f(PC.R0 + 3 * r + 2) * dz)) for r in range(3)]
-            sx = ftz(ftz(q[0] * f(PC.SCALE)) + f(PC.OX))
-            sy = ftz(ftz(q[1] * f(PC.NSCALE)) + f(PC.OY))
-            m = F32(p[PC.MARGIN])
+            dx, dy, dz = (ftz(ftz(a) - f(k)) for a, k in ((x, "cx"), (y, "cy"), (z, "cz")))
+            q = [ftz(ftz(ftz(rot[3 * r] * dx) + ftz(rot[3 * r + 1] * dy))
+                     + ftz(rot[3 * r + 2] * dz)) for r in range(3)]
+            sx = ftz(ftz(q[0] * f("scale")) + f("ox"))
+            sy = ftz(ftz(q[1] * f("nscale")) + f("oy"))
+            m = F32(p["margin"])
             near = (sx >= -m) & (sx < F32(width) + m) & (sy >= -m) & (sy < F32(height) + m)
             ix = np.floor(np.where(near, sx, 0)).astype(np.int64)
             iy = np.floor(np.where(near, sy, 0)).astype(np.int64)
         inside = near & (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
         stats["offscreen"] = int((~inside).sum())
         stats["drawn"] = int(inside.sum())
-        level = _exact.lut_index(ftz(-q[2]), f(PC.ZMIN), f(PC.DSCALE), DEPTH_MAX)
+        level = _exact.lut_index(ftz(-q[2]), f("zmin"), f("dscale"), DEPTH_MAX)
         key = (level << np.uint32(KEY_COLOR_BITS)) | self.color_index(idx, p)
         key, ix, iy = key[near], ix[near], iy[near]
         depth = np.full(width * height, EMPTY, np.uint32)
@@ -73,7 +75,7 @@ class PointCloudTwin:
             px, py = ix + dxo, iy + dyo
             ok = (px >= 0) & (px < width) & (py >= 0) & (py < height)
             np.minimum.at(depth, py[ok] * width + px[ok], key[ok])
-        colors = np.full(width * height, p[PC.BG], np.uint32)
+        colors = np.full(width * height, p["bg"], np.uint32)
         hit = depth != EMPTY
         won = depth[hit]
         colors[hit] = _exact.shade_rgba(self._colors()[won & KEY_COLOR_MASK], key_shade(won))

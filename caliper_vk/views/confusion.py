@@ -35,16 +35,16 @@ import numpy as np
 
 from .. import chrome
 from .._arrays import to_host
-from ..engine.shaders.params import CONFUSION as CF, RANGE as RG
+from ..engine.shaders.params import CONFUSION as CF, RANGE as RG, TEXTGRID
 from . import _exact
 from ._base import pipeline
+from ._registry import register_view
 from ._source import Source
 from .textgrid import TextGrid, _string_table, glyph_table
 
 F32 = np.float32
 MAX_TEXT_CLASSES = 64  # beyond this the cells are too small for numbers on any screen
 TINY = Fraction(1, 10 ** 10)  # non-whole counts smaller than this show as "~0"
-CELLS_BINDINGS = ["uniform", "buffer", "buffer", "buffer"]  # params, counts, shown, strings
 
 
 def count_string(v) -> str:
@@ -131,6 +131,9 @@ def row_shares(source: Source) -> np.ndarray:
         return _exact.ftz(counts * recips)
 
 
+@register_view("confusion", block=TEXTGRID,
+               passes=("confusion_cells", "heatmap_stats", "range_resolve", "textgrid"), inputs=("counts",),
+               tests=("tests/test_confusion.py",))
 class Confusion(TextGrid):
     """A confusion matrix panel.
 
@@ -214,15 +217,11 @@ class Confusion(TextGrid):
         """The labels only: the cells pass writes the cells' text, from the counts the frame reads."""
         return super().strings(lay)
 
-    def _cells_params(self, lay: dict, base: int, dtype: int) -> np.ndarray:
-        n = self.source.shape[0]
-        ellipsis = glyph_table()[1]["ellipsis"]
-        p = CF.new()
-        p[CF.N], p[CF.BASE], p[CF.DTYPE] = n, base, dtype
-        p[CF.NORMALIZE], p[CF.TEXT] = int(self.normalize == "row"), int(self._text_on(lay))
-        p[CF.FIT], p[CF.STRIDE] = lay["fit"], 1 + max(lay["fit"], lay["label_fit"], lay["col_fit"])
-        p[CF.ASCII_BASE], p[CF.ELLIPSIS] = ASCII_BASE, ellipsis
-        return p
+    def _cells_params(self, lay: dict, base: int, dtype: int):
+        return CF.values(n=self.source.shape[0], base=base, dtype=dtype, normalize=int(self.normalize == "row"),
+                         text=int(self._text_on(lay)), fit=lay["fit"],
+                         stride=1 + max(lay["fit"], lay["label_fit"], lay["col_fit"]), ascii_base=ASCII_BASE,
+                         ellipsis=glyph_table()[1]["ellipsis"])
 
     def _drawn_input(self, lay: dict) -> tuple[int, int]:
         """The cells pass reads the counts (bound here) and writes float32 values at ``shown``,
@@ -235,8 +234,8 @@ class Confusion(TextGrid):
 
     def _record_drawn(self, rec) -> tuple:
         b = self._buffers
-        cells = pipeline(self.device, "confusion_cells", CELLS_BINDINGS).bind(
-            [b["cells_params"], self._bound["data"], b["shown"], b["strings"]])
+        cells = pipeline(self.device, "confusion_cells").bind(
+            params=b["cells_params"], data=self._bound["data"], shown=b["shown"], strings=b["strings"])
         rec.dispatch(cells, max(1, -(-self.source.shape[0] // 64)))
         rec.barrier()
         return b["shown"], [cells]

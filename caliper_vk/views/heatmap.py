@@ -20,15 +20,14 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import HEATMAP as HM
+from ..engine.shaders.params import HEATMAP as HM, ParamValues
 from ._source import Source
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
+from ._registry import register_view
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (heatmap_stats.comp)
-STATS_BINDINGS = ("uniform", "buffer", "buffer")  # heatmap_stats.comp: parameters, values, counters
-RANGE_BINDINGS = ("uniform", "buffer")  # range_resolve.comp: its parameters, the stats words
 STATS_BYTES = 4 * HM.ST_WORDS
 BACKGROUND = (22, 22, 26, 255)
 
@@ -57,6 +56,9 @@ def reference_stats(flat: np.ndarray, lo, hi) -> dict:
             "below": int((finite & (fin < lo)).sum()),
             "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
 
+@register_view("heatmap", block=HM, passes=("heatmap_stats", "range_resolve", "heatmap"), inputs=("data",),
+               tests=("tests/test_heatmap_exact.py", "tests/test_ranges_on_device.py",
+                      "tests/test_ranges_discrete.py"), cli=True)
 class Heatmap(RangedView):
     """A 2-D array drawn as a grid of coloured cells.
 
@@ -113,19 +115,13 @@ class Heatmap(RangedView):
         self._set_source(source)
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-               dtype: int = 0) -> np.ndarray:
+               dtype: int = 0) -> ParamValues:
         rows, cols = self.source.shape
         lo, hi = self.count_bounds()
-        p = HM.new()
-        p[HM.ROWS], p[HM.COLS], p[HM.W], p[HM.H] = rows, cols, width, height
-        p[HM.RECT_X], p[HM.RECT_Y], p[HM.N] = rect_x, rect_y, rows * cols
-        p[HM.BASE], p[HM.DTYPE] = base, dtype
-        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
-        p[HM.NAN_COLOR] = _exact.pack_rgba(NAN_COLOR)
-        p[HM.POSINF_COLOR] = _exact.pack_rgba(POSINF_COLOR)
-        p[HM.NEGINF_COLOR] = _exact.pack_rgba(NEGINF_COLOR)
-        p[HM.BG] = _exact.pack_rgba(BACKGROUND)
-        return p
+        return HM.values(rows=rows, cols=cols, w=width, h=height, rect_x=rect_x, rect_y=rect_y,
+                         n=rows * cols, base=base, dtype=dtype, lo=lo, hi=hi,
+                         nan_color=_exact.pack_rgba(NAN_COLOR), posinf_color=_exact.pack_rgba(POSINF_COLOR),
+                         neginf_color=_exact.pack_rgba(NEGINF_COLOR), bg=_exact.pack_rgba(BACKGROUND))
 
     def cell_at(self, x: int, y: int, width: int, height: int) -> tuple[int, int] | None:
         """The (row, col) drawn at pixel (x, y) of a ``width`` x ``height`` panel, by the
@@ -155,11 +151,10 @@ class Heatmap(RangedView):
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
-            [b["params"], data, b["stats"]])
-        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        raster = pipeline(self.device, "heatmap", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
-            [b["params"], data, b["colors"], b["stats"], self.target])
+        stats = pipeline(self.device, "heatmap_stats").bind(params=b["params"], data=data, stats=b["stats"])
+        resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
+        raster = pipeline(self.device, "heatmap").bind(params=b["params"], data=data, colors=b["colors"],
+                                                       stats=b["stats"], target=self.target)
         self._sets = [stats, resolve, raster]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         record_range_pass(rec, resolve)
@@ -189,7 +184,7 @@ class Heatmap(RangedView):
         flat = self.data.reshape(-1)
         lo, _hi, scale = self.reference_range(flat)
         cls = _exact.classify(flat)
-        stats = reference_stats(flat, *(np.uint32(p[k]).view(F32) for k in (HM.LO, HM.HI)))
+        stats = reference_stats(flat, F32(p["lo"]), F32(p["hi"]))
         if flat.size == 0:
             rgba = np.empty((height, width, 4), np.uint8)
             rgba[:] = BACKGROUND
@@ -200,7 +195,7 @@ class Heatmap(RangedView):
         v = flat[cell]
         vc = cls[cell]
         colors = self._lut[_exact.lut_index(_exact.ftz(np.where(vc == 0, v, F32(0))), lo, scale, 255)]
-        colors = np.where(vc == _exact.NAN, p[HM.NAN_COLOR], colors)
-        colors = np.where(vc == _exact.POSINF, p[HM.POSINF_COLOR], colors)
-        colors = np.where(vc == _exact.NEGINF, p[HM.NEGINF_COLOR], colors)
+        colors = np.where(vc == _exact.NAN, np.uint32(p["nan_color"]), colors)
+        colors = np.where(vc == _exact.POSINF, np.uint32(p["posinf_color"]), colors)
+        colors = np.where(vc == _exact.NEGINF, np.uint32(p["neginf_color"]), colors)
         return _exact.unpack_rgba(colors.astype(np.uint32)), stats

@@ -24,10 +24,11 @@ import numpy as np
 from .. import chrome
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import HEATMAP as HM, HISTOGRAM as HG
+from ..engine.shaders.params import HEATMAP as HM, HISTOGRAM as HG, ParamValues
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
+from ._registry import register_view
 from ._source import Source
-from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass, reference_stats
+from .heatmap import record_stats_pass, reference_stats
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
@@ -58,6 +59,10 @@ BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
 OLD_COLOR = (255, 127, 14, 255)  # tab10 orange: the older steps' edges
 
 
+@register_view("histogram", block=HG, passes=("heatmap_stats", "range_resolve", "histogram_count",
+                                               "histogram_max", "histogram_raster"), inputs=("data",),
+               tests=("tests/test_histogram_exact.py", "tests/test_ranges_on_device.py",
+                      "tests/test_ranges_discrete.py"), cli=True)
 class Histogram(RangedView):
     """A histogram of a tensor's values (any shape; all elements count).
 
@@ -130,25 +135,17 @@ class Histogram(RangedView):
         return self.bins
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-               dtype: int = 0) -> np.ndarray:
-        p = HG.new()
-        p[HG.N], p[HG.BASE], p[HG.DTYPE], p[HG.BINS] = self.source.array.size, base, dtype, self.bins
-        p[HG.W], p[HG.H], p[HG.RECT_X], p[HG.RECT_Y] = width, height, rect_x, rect_y
-        p[HG.HISTORY] = len(self._candidates)
-        p[HG.BG] = _exact.pack_rgba(BACKGROUND)
-        p[HG.COLOR] = _exact.pack_rgba(BAR_COLOR)
-        p[HG.OLD_COLOR] = _exact.pack_rgba(OLD_COLOR)
-        p[HG.OFFSET] = int(self.layout == "offset")
-        return p
+               dtype: int = 0) -> ParamValues:
+        return HG.values(n=self.source.array.size, base=base, dtype=dtype, bins=self.bins, w=width, h=height,
+                         rect_x=rect_x, rect_y=rect_y, history=len(self._candidates),
+                         bg=_exact.pack_rgba(BACKGROUND), color=_exact.pack_rgba(BAR_COLOR),
+                         old_color=_exact.pack_rgba(OLD_COLOR), offset=int(self.layout == "offset"))
 
-    def _stats_params(self, base: int, dtype: int) -> np.ndarray:
+    def _stats_params(self, base: int, dtype: int) -> ParamValues:
         """The heatmap stats pass's parameters: special values, values outside a fixed range,
         and the finite min/max the resolve pass makes the range from."""
         lo, hi = self.count_bounds()
-        p = HM.new()
-        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
-        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
-        return p
+        return HM.values(n=self.source.array.size, base=base, dtype=dtype, lo=lo, hi=hi)
 
     def offset_px(self, height: int, steps: int) -> int:
         """Offset layout: how far each older step is raised (its baselines span the upper
@@ -188,7 +185,7 @@ class Histogram(RangedView):
             self._candidates = list(self._past)[: self.history] if self.history else []
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if not self.source.array.size:
-            p[HG.N] = 0
+            p.set(n=0)
         self._upload("params", p)
         self._upload("stats_params", self._stats_params(base, dtype))
         self._upload("range_params", self._range_params())
@@ -206,15 +203,15 @@ class Histogram(RangedView):
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
-            [b["stats_params"], data, b["stats"]])
-        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        count = pipeline(self.device, "histogram_count", ["uniform"] + ["buffer"] * 3).bind(
-            [b["params"], data, b["counts"], b["stats"]])
-        top = pipeline(self.device, "histogram_max", ["uniform"] + ["buffer"] * 3).bind(
-            [b["params"], b["counts"], b["stats"], b["history"]])
-        raster = pipeline(self.device, "histogram_raster", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
-            [b["params"], b["counts"], b["stats"], b["history"], self.target])
+        stats = pipeline(self.device, "heatmap_stats").bind(params=b["stats_params"], data=data,
+                                                            stats=b["stats"])
+        resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
+        count = pipeline(self.device, "histogram_count").bind(params=b["params"], data=data,
+                                                              counts=b["counts"], stats=b["stats"])
+        top = pipeline(self.device, "histogram_max").bind(params=b["params"], counts=b["counts"],
+                                                          stats=b["stats"], history=b["history"])
+        raster = pipeline(self.device, "histogram_raster").bind(
+            params=b["params"], counts=b["counts"], stats=b["stats"], history=b["history"], target=self.target)
         self._sets = [count, top, raster, stats, resolve]
         rec.fill(b["counts"], 0)
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)

@@ -23,16 +23,20 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import IMAGES as IM
+from ..engine.shaders.params import IMAGES as IM, ParamValues
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range, wide
+from ._registry import register_view
 from ._source import Source
-from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, RANGE_BINDINGS
+from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
 
 F32 = np.float32
 GAP = 1
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (images_stats.comp)
 
 
+@register_view("images", block=IM, passes=("images_stats", "range_resolve", "images"), inputs=("data",),
+               tests=("tests/test_images_view.py", "tests/test_ranges_on_device.py",
+                      "tests/test_ranges_discrete.py"))
 class Images(RangedView):
     """A grid of 2-D arrays.
 
@@ -114,21 +118,15 @@ class Images(RangedView):
                 out[t] = (lo, scale)
         return out
 
-    def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0) -> np.ndarray:
+    def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0) -> ParamValues:
         n, th, tw = self.source.shape
         cols, _rows, pw, ph = self.layout(width, height)
-        p = IM.new()
-        p[IM.N_TILES], p[IM.COLS], p[IM.TILE_H], p[IM.TILE_W] = n, cols, th, tw
-        p[IM.PX_H], p[IM.PX_W], p[IM.GAP] = ph, pw, GAP
-        p[IM.W], p[IM.H], p[IM.RECT_X], p[IM.RECT_Y] = width, height, rect_x, rect_y
-        p[IM.BASE], p[IM.DTYPE] = base, dtype
-        p[IM.BG] = _exact.pack_rgba(BACKGROUND)
-        p[IM.NAN] = _exact.pack_rgba(NAN_COLOR)
-        p[IM.POSINF] = _exact.pack_rgba(POSINF_COLOR)
-        p[IM.NEGINF] = _exact.pack_rgba(NEGINF_COLOR)
-        p[IM.SHARED], p[IM.GROUPS] = int(self.shared), self.groups()
-        p[IM.NORMS] = IM.IS_KEYS + 2 * self.groups()
-        return p
+        return IM.values(n_tiles=n, cols=cols, tile_h=th, tile_w=tw, px_h=ph, px_w=pw, gap=GAP,
+                         w=width, h=height, rect_x=rect_x, rect_y=rect_y, base=base, dtype=dtype,
+                         bg=_exact.pack_rgba(BACKGROUND), nan=_exact.pack_rgba(NAN_COLOR),
+                         posinf=_exact.pack_rgba(POSINF_COLOR), neginf=_exact.pack_rgba(NEGINF_COLOR),
+                         shared=int(self.shared), groups=self.groups(),
+                         norms=IM.IS_KEYS + 2 * self.groups())
 
     def cell_at(self, x: int, y: int, width: int, height: int) -> tuple[int, int, int] | None:
         """The (tile, row, col) drawn at pixel (x, y) of a ``width`` x ``height`` panel, by the
@@ -170,11 +168,11 @@ class Images(RangedView):
         _cols, _rows, pw, ph = self.layout(self.rect.width, self.rect.height)
         spec = IM.specialize(SPEC_WIDE=wide((ph - 1) * th, (pw - 1) * tw))
         data = self._bound["data"]
-        stats = pipeline(self.device, "images_stats", ["uniform", "buffer", "buffer"], spec).bind(
-            [b["params"], data, b["stats"]])
-        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        draw = pipeline(self.device, "images", ["uniform"] + ["buffer"] * 3 + ["image"], spec).bind(
-            [b["params"], data, b["stats"], b["colors"], self.target])
+        stats = pipeline(self.device, "images_stats", spec).bind(params=b["params"], data=data,
+                                                                 stats=b["stats"])
+        resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
+        draw = pipeline(self.device, "images", spec).bind(params=b["params"], data=data, stats=b["stats"],
+                                                          colors=b["colors"], target=self.target)
         self._sets = [stats, resolve, draw]
         groups = self.groups()
         rec.fill(b["stats"], 0)
@@ -206,8 +204,8 @@ class Images(RangedView):
         cls_all = _exact.classify(data)
         stats = {"nan": int((cls_all == _exact.NAN).sum()), "posinf": int((cls_all == _exact.POSINF).sum()),
                  "neginf": int((cls_all == _exact.NEGINF).sum())}
-        out = np.full((height, width), p[IM.BG], np.uint32)
-        pw, ph, cols = int(p[IM.PX_W]), int(p[IM.PX_H]), int(p[IM.COLS])
+        out = np.full((height, width), p["bg"], np.uint32)
+        pw, ph, cols = p["px_w"], p["px_h"], p["cols"]
         if pw == 0 or ph == 0 or n == 0:
             return _exact.unpack_rgba(out), stats
         x = np.arange(width)[None, :]
@@ -230,8 +228,8 @@ class Images(RangedView):
                 idx[m] = _exact.lut_index(_exact.ftz(np.where(cls[m] == 0, v[m], F32(0))),
                                           lo[m][0], scale[m][0], 255)
         colour = self._lut[idx]
-        colour = np.where(cls == _exact.NAN, p[IM.NAN], colour)
-        colour = np.where(cls == _exact.POSINF, p[IM.POSINF], colour)
-        colour = np.where(cls == _exact.NEGINF, p[IM.NEGINF], colour)
+        colour = np.where(cls == _exact.NAN, np.uint32(p["nan"]), colour)
+        colour = np.where(cls == _exact.POSINF, np.uint32(p["posinf"]), colour)
+        colour = np.where(cls == _exact.NEGINF, np.uint32(p["neginf"]), colour)
         out = np.where(inside, colour, out).astype(np.uint32)
         return _exact.unpack_rgba(out), stats

@@ -43,12 +43,13 @@ from .. import colormaps
 from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
-from ..engine.shaders.params import POINTCLOUD as PC
+from ..engine.shaders.params import POINTCLOUD as PC, ParamValues
 from ._pointcolor import PointColors
 from ._pointfit import device_box, device_fit, device_value_keys, device_value_range, rotation
 from ._pointtwin import PointCloudTwin
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
+from ._registry import register_view
 
 F32 = np.float32
 # The shaders' constants, from the block's one declaration (engine/shaders/params.py).
@@ -82,10 +83,15 @@ def footprint(size_px: int) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _packed(background: tuple) -> int:
-    """The PC.BG word (the parameters are rebuilt every frame)."""
+    """The ``bg`` field's word (the parameters are rebuilt every frame)."""
     return _exact.pack_rgba(background)
 
 
+@register_view("pointcloud", block=PC, passes=(
+    "pointcloud_bounds", "pointcloud_labels", "pointcloud_values", "pointcloud_fit", "pointcloud_values_color",
+    "pointcloud_splat", "pointcloud_resolve", "pointcloud_paint"), inputs=("positions", "labels", "values"),
+    tests=("tests/test_pointcloud_exact.py", "tests/test_pointcloud_discrete.py", "tests/test_frame_reuse.py"),
+    cli=True)
 class PointCloud(PointColors, PointCloudTwin, ViewBase):
     """A rotatable point cloud coloured by label, by value, or uniformly.
 
@@ -248,9 +254,9 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
 
     # -- parameters shared by the shader and the twin ----------------------------------
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-               dtype: int = 0) -> np.ndarray:
-        """The parameter block as the host fills it: the fit's words (CX..CZ, SCALE, NSCALE,
-        ZMIN, DSCALE) are left 0 for ``pointcloud_fit`` to write on the device
+               dtype: int = 0) -> ParamValues:
+        """The parameter block as the host fills it: the fit's fields (cx..cz, scale, nscale,
+        zmin, dscale) are left 0 for ``pointcloud_fit`` to write on the device
         (:meth:`params_fitted` adds them as the twin computes them)."""
         n, dim = self.source.shape
         yaw, pitch, zoom = self.camera
@@ -263,23 +269,15 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
             vlo, vhi = resolve_range(self.values if self.values is not None else np.zeros(0, F32),
                                      self.value_range)
             vscale = lut_scale(vlo, vhi)
-        p = PC.new()
-        p[PC.N], p[PC.DIM], p[PC.W], p[PC.H] = n, dim, width, height
-        p[PC.SIZE], p[PC.MODE], p[PC.NPAL] = self.point_size_px, mode, len(self._palette)
-        p[PC.MARGIN] = MAX_POINT_SIZE
-        p[PC.VRANGE] = vrange
-        # float words: each value rounded once from float64 to float32, by the same rule as before
-        f = p.view(np.float32)
-        f[PC.R0:PC.R0 + 9] = rotation(yaw, pitch).reshape(-1)
-        f[PC.OX], f[PC.OY], f[PC.VLO], f[PC.VSCALE] = width / 2, height / 2, vlo, vscale
-        f[PC.FITK] = zoom * 0.45 * min(width, height)  # the scale at radius 1
+        # float fields: each value rounded once from float64 to float32
+        p = PC.values(n=n, dim=dim, w=width, h=height, size=self.point_size_px, mode=mode,
+                      npal=len(self._palette), margin=MAX_POINT_SIZE, vrange=vrange,
+                      r=rotation(yaw, pitch).reshape(-1), ox=width / 2, oy=height / 2, vlo=vlo, vscale=vscale,
+                      fitk=zoom * 0.45 * min(width, height),  # the scale at radius 1
+                      rect_x=rect_x, rect_y=rect_y, bg=_packed(tuple(self.background)), base=base, dtype=dtype)
         if self.bounds is not None:
-            p[PC.FIXED] = 1
-            f[PC.FLO0:PC.FLO2 + 1] = self._fixed_box()[0]
-            f[PC.FHI0:PC.FHI2 + 1] = self._fixed_box()[1]
-        p[PC.RECT_X], p[PC.RECT_Y] = rect_x, rect_y
-        p[PC.BG] = _packed(tuple(self.background))
-        p[PC.BASE], p[PC.DTYPE] = base, dtype
+            box = self._fixed_box()
+            p.set(fixed=1, flo=box[0], fhi=box[1])
         return p
 
     def _fixed_box(self) -> np.ndarray:
@@ -289,18 +287,17 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         return box
 
     def params_fitted(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
-                      dtype: int = 0) -> np.ndarray:
+                      dtype: int = 0) -> ParamValues:
         """:meth:`params` with the fit's words as ``pointcloud_fit`` writes them on the device
         (the twin's; reads the positions)."""
         p = self.params(width, height, rect_x, rect_y, base, dtype)
         fixed = None if self.bounds is None else self._fixed_box()
         box = device_box(self.positions) if fixed is None else None
-        for k, v in device_fit(box, fixed, np.uint32(p[PC.FITK]).view(F32)).items():
-            p[k] = v
-        if p[PC.VRANGE] != PC.VRANGE_HOST:
+        p.set(**device_fit(box, fixed, F32(p["fitk"])))
+        if p["vrange"] != PC.VRANGE_HOST:
             lo, _, vscale = device_value_range(device_value_keys(self._host_values()),
-                                               p[PC.VRANGE] == PC.VRANGE_SYMMETRIC)
-            p[PC.VLO], p[PC.VSCALE] = np.asarray([lo, vscale], F32).view(np.uint32)
+                                               p["vrange"] == PC.VRANGE_SYMMETRIC)
+            p.set(vlo=lo, vscale=vscale)
         return p
 
     def _colors(self) -> np.ndarray:
@@ -358,16 +355,17 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         self._drawn_with = (self._yaw, self._pitch, self.zoom, self.labels, self.values)
         p = self.params(r.width, r.height, r.x, r.y, base, dtype)
         if lplace is not None:
-            p[PC.LBASE], p[PC.LDTYPE] = lplace
+            p.set(lbase=lplace[0], ldtype=lplace[1])
         if vplace is not None:
-            p[PC.VBASE], p[PC.VDTYPE] = vplace
+            p.set(vbase=vplace[0], vdtype=vplace[1])
         self._upload("params", p)
+        self._dtype_code = dtype  # the DTYPE word, for the pipelines' specialisation (record_reads)
         # the per-point colour indices: made again when the labels or values, the palette or
         # the value range (VLO, VSCALE) change, never per frame; labels read in place: by the
         # device, every frame (pointcloud_labels)
         on_device = lsrc is not None or vsrc is not None
-        colors_of = (id(self.labels), id(self.values), id(self._palette), int(p[PC.VLO]), int(p[PC.VSCALE]),
-                     on_device)
+        colors_of = (id(self.labels), id(self.values), id(self._palette), _exact.f32_bits(p["vlo"]),
+                     _exact.f32_bits(p["vscale"]), on_device)
         if on_device:
             if colors_of != getattr(self, "_colors_of", None) and "point_colors" in self._buffers:
                 self._buffers.pop("point_colors").close()  # the host's table: the device writes its own
@@ -398,11 +396,11 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
             MODE_VALUES if self.valued else MODE_UNIFORM)
         return int(dtype), self.point_size_px, mode, self.source.shape[1]
 
-    def _pipeline(self, name: str, bindings, spec: tuple) -> ComputePipeline:
+    def _pipeline(self, name: str, spec: tuple) -> ComputePipeline:
         """The built-in pipeline ``name`` specialised to ``spec`` (:meth:`_spec`)."""
         dtype, size, mode, dim = spec
-        return pipeline(self.device, name, bindings, PC.specialize(SPEC_DTYPE=dtype, SPEC_SIZE=size,
-                                                                   SPEC_MODE=mode, SPEC_DIM=dim))
+        return pipeline(self.device, name, PC.specialize(SPEC_DTYPE=dtype, SPEC_SIZE=size,
+                                                         SPEC_MODE=mode, SPEC_DIM=dim))
 
     def record_reads(self, rec) -> None:
         """Depth clear and splat, and the per-point colour pass: the passes that read the
@@ -411,38 +409,39 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         self._drop_sets()
         n = self.source.shape[0]
         per_point = self.per_point(n)
-        spec = self._spec(self._buffers["params"].view(np.uint32, PC.words)[PC.DTYPE])
-        splat = self._pipeline("pointcloud_splat", ["uniform"] + ["buffer"] * 4, spec).bind(
-            [b["params"], self._bound["positions"], b["depth"], b["stats"], b["point_colors"]])
+        spec = self._spec(self._dtype_code)
+        pos = self._bound["positions"]
+        splat = self._pipeline("pointcloud_splat", spec).bind(
+            params=b["params"], pos=pos, depth=b["depth"], stats=b["stats"], point_colors=b["point_colors"])
         if per_point:
-            color = self._pipeline("pointcloud_paint", ["uniform"] + ["buffer"] * 4 + ["image"], spec).bind(
-                [b["params"], self._bound["positions"], b["depth"], b["point_colors"], b["colors"],
-                 self.target])
+            color = self._pipeline("pointcloud_paint", spec).bind(
+                params=b["params"], pos=pos, depth=b["depth"], point_colors=b["point_colors"],
+                colors=b["colors"], target=self.target)
         else:
-            color = pipeline(self.device, "pointcloud_resolve", ["uniform"] + ["buffer"] * 2).bind(
-                [b["params"], b["depth"], b["colors"]])
+            color = pipeline(self.device, "pointcloud_resolve").bind(params=b["params"], depth=b["depth"],
+                                                                     colors=b["colors"])
         # the fit, on the device: the box of the finite points (unless fixed), then the words
         # of the parameter block that the splat and paint read (pointcloud_fit binds the block
         # as a storage buffer and writes them)
         fixed = (self.bounds is not None, self.label_source is not None, self.value_source is not None,
                  self.device_range)
-        box = self._pipeline("pointcloud_bounds", ["uniform", "buffer", "buffer"], spec).bind(
-            [b["params"], self._bound["positions"], b["box"]])
-        fit = pipeline(self.device, "pointcloud_fit", ["buffer"] * 3).bind([b["params"], b["box"], b["stats"]])
+        box = self._pipeline("pointcloud_bounds", spec).bind(params=b["params"], pos=pos, box=b["box"])
+        fit = pipeline(self.device, "pointcloud_fit").bind(params=b["params"], box=b["box"], stats=b["stats"])
         self._sets = [splat, color, box, fit]
         # further inputs read in place: labels to colours; values' range, then values to colours
         labels = vrange = vcolors = None
         if fixed[1]:
-            labels = pipeline(self.device, "pointcloud_labels", ["uniform"] + ["buffer"] * 3).bind(
-                [b["params"], self._bound["labels"], b["point_colors"], b["stats"]])
+            labels = pipeline(self.device, "pointcloud_labels").bind(
+                params=b["params"], labels=self._bound["labels"], point_colors=b["point_colors"],
+                stats=b["stats"])
             self._sets.append(labels)
         if fixed[2]:
-            vcolors = pipeline(self.device, "pointcloud_values_color", ["uniform"] + ["buffer"] * 2).bind(
-                [b["params"], self._bound["values"], b["point_colors"]])
+            vcolors = pipeline(self.device, "pointcloud_values_color").bind(
+                params=b["params"], vals=self._bound["values"], point_colors=b["point_colors"])
             self._sets.append(vcolors)
         if fixed[3]:
-            vrange = pipeline(self.device, "pointcloud_values", ["uniform"] + ["buffer"] * 2).bind(
-                [b["params"], self._bound["values"], b["box"]])
+            vrange = pipeline(self.device, "pointcloud_values").bind(
+                params=b["params"], vals=self._bound["values"], box=b["box"])
             self._sets.append(vrange)
         rec.fill(b["depth"], 0xFFFFFFFF)
         rec.fill(b["stats"], 0)

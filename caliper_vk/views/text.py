@@ -16,8 +16,9 @@ import numpy as np
 
 from .. import glyphs
 from . import _exact
-from ..engine.shaders.params import TEXT as TX
+from ..engine.shaders.params import TEXT as TX, ParamValues
 from ._base import ViewBase, pipeline
+from ._registry import register_view
 
 BACKGROUND = (22, 22, 26, 255)
 FOREGROUND = (225, 225, 230, 255)
@@ -26,6 +27,7 @@ PAD = 4
 EMPTY = 0xFFFFFFFF
 
 
+@register_view("text", block=TX, passes=("text",), inputs=("text",), tests=("tests/test_text_view.py",))
 class Text(ViewBase):
     """Lines of text in a panel.
 
@@ -82,15 +84,11 @@ class Text(ViewBase):
             colors[r] = _exact.pack_rgba(colour)
         return grid, colors, cols, rows
 
-    def params(self, width, height, rect_x=0, rect_y=0, cols=0, rows=0) -> np.ndarray:
+    def params(self, width, height, rect_x=0, rect_y=0, cols=0, rows=0) -> ParamValues:
         atlas, _ = glyphs.atlas()
-        p = TX.new()
-        p[TX.W], p[TX.H], p[TX.RECT_X], p[TX.RECT_Y] = width, height, rect_x, rect_y
-        p[TX.COLS], p[TX.ROWS] = cols, rows
-        p[TX.CELL_H], p[TX.CELL_W] = atlas.shape[1], atlas.shape[2]
-        p[TX.PAD_X] = p[TX.PAD_Y] = PAD
-        p[TX.BG] = _exact.pack_rgba(BACKGROUND)
-        return p
+        return TX.values(w=width, h=height, rect_x=rect_x, rect_y=rect_y, cols=cols, rows=rows,
+                         cell_h=atlas.shape[1], cell_w=atlas.shape[2], pad_x=PAD, pad_y=PAD,
+                         bg=_exact.pack_rgba(BACKGROUND))
 
     # -- drawable protocol --------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -106,8 +104,8 @@ class Text(ViewBase):
     def record_reads(self, rec) -> None:
         b = self._buffers
         self._drop_sets()
-        draw = pipeline(self.device, "text", ["uniform"] + ["buffer"] * 3 + ["image"]).bind(
-            [b["params"], b["grid"], b["rowcolor"], b["atlas"], self.target])
+        draw = pipeline(self.device, "text").bind(params=b["params"], grid=b["grid"], rowcolor=b["rowcolor"],
+                                                  atlas=b["atlas"], target=self.target)
         self._sets = [draw]
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))
 

@@ -30,11 +30,12 @@ import numpy as np
 from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
-from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM
+from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM, ParamValues
 from ._base import RangedView, pipeline, record_range_pass, resolve_range, wide
+from ._registry import register_view
 from ._source import Source
-from .heatmap import (NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, RANGE_BINDINGS, STAT_NAMES, STATS_BINDINGS,
-                      STATS_BYTES, record_stats_pass, reference_stats)
+from .heatmap import (NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BYTES, record_stats_pass,
+                      reference_stats)
 
 F32 = np.float32
 
@@ -98,6 +99,12 @@ def _span_start(i, n: int, size: int):
     return (np.asarray(i, np.int64) * size + n - 1) // n
 
 
+@register_view("textgrid", block=TG, passes=("heatmap_stats", "range_resolve", "textgrid"), inputs=("data",),
+               tests=("tests/test_textgrid_exact.py", "tests/test_ranges_on_device.py",
+                      "tests/test_ranges_discrete.py"),
+               # its model training costs minutes and draws nothing a profile changes (the other
+               # text-grid tests cover its drawing)
+               profile_skip=("tests/test_textgrid_exact.py::test_logit_lens_of_a_trained_tiny_model",))
 class TextGrid(RangedView):
     """A grid of strings (tokens), each cell coloured by a value.
 
@@ -309,33 +316,23 @@ class TextGrid(RangedView):
             out[rows * cols + rows:, : t.shape[1]] = t
         return out
 
-    def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0, lay=None) -> np.ndarray:
+    def params(self, width, height, rect_x=0, rect_y=0, base=0, dtype=0, lay=None) -> ParamValues:
         lay = lay or self.layout(width, height)
-        p = TG.new()
-        p[TG.ROWS], p[TG.COLS], p[TG.W], p[TG.H] = lay["rows"], lay["cols"], width, height
-        p[TG.RECT_X], p[TG.RECT_Y], p[TG.BASE], p[TG.DTYPE] = rect_x, rect_y, base, dtype
-        p[TG.GX], p[TG.GY], p[TG.GW], p[TG.GH] = lay["gx"], lay["gy"], lay["gw"], lay["gh"]
-        p[TG.GLYPH_W], p[TG.GLYPH_H] = lay["glyph_w"], lay["glyph_h"]
-        p[TG.STRIDE] = 1 + max(lay["fit"], lay["label_fit"], lay["col_fit"])
-        p[TG.AVAIL_W], p[TG.TEXT_DY], p[TG.LINE], p[TG.TOP] = (lay["avail_w"], lay["dy"], lay["line"],
-                                                              lay["top"])
-        p[TG.LABEL_PAD], p[TG.ROW_LABELS], p[TG.COL_LABELS] = (LABEL_PAD, lay["row_labels"],
-                                                               lay["col_labels"])
-        for k, colour in ((TG.BG, BACKGROUND), (TG.NAN, NAN_COLOR), (TG.POSINF, POSINF_COLOR),
-                          (TG.NEGINF, NEGINF_COLOR), (TG.DARK, DARK_TEXT), (TG.LIGHT, LIGHT_TEXT),
-                          (TG.LABEL, LABEL_COLOR)):
-            p[k] = _exact.pack_rgba(colour)
-        p[TG.LUM_SPLIT] = LUM_SPLIT
-        return p
+        rgba = _exact.pack_rgba
+        return TG.values(
+            rows=lay["rows"], cols=lay["cols"], w=width, h=height, rect_x=rect_x, rect_y=rect_y, base=base,
+            dtype=dtype, gx=lay["gx"], gy=lay["gy"], gw=lay["gw"], gh=lay["gh"], glyph_w=lay["glyph_w"],
+            glyph_h=lay["glyph_h"], stride=1 + max(lay["fit"], lay["label_fit"], lay["col_fit"]),
+            avail_w=lay["avail_w"], text_dy=lay["dy"], line=lay["line"], top=lay["top"], label_pad=LABEL_PAD,
+            row_labels=lay["row_labels"], col_labels=lay["col_labels"], bg=rgba(BACKGROUND),
+            nan=rgba(NAN_COLOR), posinf=rgba(POSINF_COLOR), neginf=rgba(NEGINF_COLOR), dark=rgba(DARK_TEXT),
+            light=rgba(LIGHT_TEXT), label=rgba(LABEL_COLOR), lum_split=LUM_SPLIT)
 
-    def _stats_params(self, base: int, dtype: int) -> np.ndarray:
+    def _stats_params(self, base: int, dtype: int) -> ParamValues:
         """The heatmap stats pass's parameters (it counts NaN/Inf and out-of-range values and
         keeps the finite min/max for the resolve pass)."""
         lo, hi = self.count_bounds()
-        p = HM.new()
-        p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
-        p[HM.LO], p[HM.HI] = _exact.f32_bits(lo), _exact.f32_bits(hi)
-        return p
+        return HM.values(n=self.source.array.size, base=base, dtype=dtype, lo=lo, hi=hi)
 
     # -- drawable protocol ------------------------------------------------------------------------
     def legend(self) -> list:
@@ -383,14 +380,15 @@ class TextGrid(RangedView):
         b = self._buffers
         self._drop_sets()
         data, made = self._record_drawn(rec)
-        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
-            [b["stats_params"], data, b["stats"]])
+        stats = pipeline(self.device, "heatmap_stats").bind(params=b["stats_params"], data=data,
+                                                            stats=b["stats"])
         lay = self.layout(self.rect.width, self.rect.height)
         rows, cols, gw, gh = lay["rows"], lay["cols"], lay["gw"], lay["gh"]
         spec = TG.specialize(SPEC_WIDE=wide(cols * gw + cols - 1, rows * gh + rows - 1))
-        draw = pipeline(self.device, "textgrid", ["uniform"] + ["buffer"] * 5 + ["image"], spec).bind(
-            [b["params"], data, b["colors"], b["strings"], b["atlas"], b["stats"], self.target])
-        resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
+        draw = pipeline(self.device, "textgrid", spec).bind(
+            params=b["params"], data=data, colors=b["colors"], strings=b["strings"], atlas=b["atlas"],
+            stats=b["stats"], target=self.target)
+        resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
         self._sets = [*made, stats, resolve, draw]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         record_range_pass(rec, resolve)
@@ -417,7 +415,7 @@ class TextGrid(RangedView):
         lo, _hi, scale = self.reference_range(flat)
         cls = _exact.classify(flat)
         stats = reference_stats(flat, *(F32(v) for v in self.count_bounds()))
-        out = np.full((height, width), p[TG.BG], np.uint32)
+        out = np.full((height, width), p["bg"], np.uint32)
         if lay["empty"]:
             return _exact.unpack_rgba(out), stats
         table = glyph_table()[0].astype(np.uint32)
@@ -458,28 +456,28 @@ class TextGrid(RangedView):
         cell = np.broadcast_to(row * cols + col, shape)
         v, vc = flat[cell], cls[cell]
         colour = self._lut[_exact.lut_index(_exact.ftz(np.where(vc == 0, v, F32(0))), lo, scale, 255)]
-        colour = np.where(vc == _exact.NAN, p[TG.NAN], colour)
-        colour = np.where(vc == _exact.POSINF, p[TG.POSINF], colour)
-        colour = np.where(vc == _exact.NEGINF, p[TG.NEGINF], colour).astype(np.uint32)
+        colour = np.where(vc == _exact.NAN, np.uint32(p["nan"]), colour)
+        colour = np.where(vc == _exact.POSINF, np.uint32(p["posinf"]), colour)
+        colour = np.where(vc == _exact.NEGINF, np.uint32(p["neginf"]), colour).astype(np.uint32)
         n = strings[cell, 0].astype(np.int64)
         a = coverage(cell, x - gx - (x0 + ((avail - n * glyph_w) >> 1)), ly - y0 - dy)
         lum = 54 * (colour & 255) + 183 * ((colour >> 8) & 255) + 19 * ((colour >> 16) & 255)
-        fg = np.where(lum < p[TG.LUM_SPLIT], p[TG.LIGHT], p[TG.DARK]).astype(np.uint32)
+        fg = np.where(lum < p["lum_split"], np.uint32(p["light"]), np.uint32(p["dark"])).astype(np.uint32)
         colour = np.where(a != 0, blend(colour, fg, a), colour)
         out = np.where(in_grid & ~edge, colour, out)
-        label = np.uint32(p[TG.LABEL])
+        label = np.uint32(p["label"])
         # row labels
         if lay["row_labels"]:
             s = np.broadcast_to(rows * cols + row, shape)
             left = gx - LABEL_PAD - strings[s, 0].astype(np.int64) * glyph_w
             a = coverage(s, x - left, ly - y0 - dy)
             where = (x < gx) & (ly >= 0) & (ly < gh) & (a != 0)
-            out = np.where(where, blend(np.uint32(p[TG.BG]), label, a), out)
+            out = np.where(where, blend(np.uint32(p["bg"]), label, a), out)
         # column labels
         if lay["col_labels"]:
             s = np.broadcast_to(rows * cols + rows + col, shape)
             left = x0 + ((avail - strings[s, 0].astype(np.int64) * glyph_w) >> 1)
             a = coverage(s, lx - left, y - lay["top"] - 1)
             where = (y >= lay["top"]) & (y < gy) & (lx >= 0) & (lx < gw) & (a != 0)
-            out = np.where(where, blend(np.uint32(p[TG.BG]), label, a), out)
+            out = np.where(where, blend(np.uint32(p["bg"]), label, a), out)
         return _exact.unpack_rgba(out.astype(np.uint32)), stats

@@ -11,10 +11,12 @@ re-running a test is enough. A module is named by its file stem
 (``load("heatmap")``, ``load("overlay_vs")``), so stems are unique across
 stages; the compiler picks the stage from the suffix.
 
-The built-in views' parameter blocks are declared once, in ``params.py``; the
-headers the shaders include for them (``pointcloud_params.glsl``, ...) are
-generated from those declarations into ``gen/`` (:func:`generated_headers`)
-before any built-in shader compiles, and the views read the same declarations.
+The built-in views' parameter blocks are declared once, in ``params.py``, and
+their passes' bindings, by name, in ``passes.py``; the headers the shaders
+include for them (``pointcloud_params.glsl``, ``heatmap_bindings.glsl``, ...)
+are generated from those declarations into ``gen/`` (:func:`generated_headers`)
+before any built-in shader compiles, and the views set and bind by the same
+declarations.
 
 User shader modules (custom panels) go through :func:`compile_glsl`, cached
 by a hash of the source, defines and compiler version.
@@ -32,7 +34,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SPV_DIR = HERE / "spv"
-GEN_DIR = HERE / "gen"  # headers generated from params.py (not in the repository)
+GEN_DIR = HERE / "gen"  # headers generated from params.py and passes.py (not in the repository)
+DECLARATIONS = (HERE / "params.py", HERE / "passes.py")  # the Python the headers are generated from
 # In a source checkout (engine/shaders/ two levels below pyproject.toml) stale
 # SPIR-V is rebuilt on load; an installed package only ever reads spv/.
 IN_SOURCE_TREE = (HERE.parent.parent / "pyproject.toml").exists()
@@ -114,29 +117,39 @@ def find_compiler() -> list[str]:
     )
 
 
-def _params_module():
-    """``params.py`` (setup.py loads this file by path, outside any package: then by path too)."""
+def _sibling(name: str):
+    """``params.py`` or ``passes.py`` beside this file: imported as the package's own module, or
+    (when setup.py loads this file by path, outside any package) loaded by path once."""
+    import importlib
+
     try:
-        from . import params
+        return importlib.import_module(f"{__package__}.{name}") if __package__ else _by_path(name)
+    except ImportError:
+        return _by_path(name)
 
-        return params
-    except ImportError:  # loaded by path (setup.py): no parent package to import from
-        import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_caliper_shader_params", HERE / "params.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _by_path(name: str):
+    import importlib.util
+
+    key = f"_caliper_shader_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 def generated_headers(out_dir: Path = GEN_DIR) -> Path:
-    """Write the built-in parameter blocks' GLSL headers (from ``params.py``) into ``out_dir``
-    (rewriting only those whose text changed) and return it."""
+    """Write the GLSL headers generated from the declarations into ``out_dir`` (rewriting only
+    those whose text changed) and return it: each built-in parameter block's (``params.py``)
+    and each built-in pass's bindings (``passes.py``)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for block in _params_module().BUILTIN:
-        path = out_dir / f"{block.name}.glsl"
-        text = block.header()
+    headers = {f"{block.name}.glsl": block.header() for block in _sibling("params").BUILTIN}
+    headers.update({p.header_name: p.header() for p in _sibling("passes").BUILTIN})
+    for name, text in headers.items():
+        path = out_dir / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
     return out_dir
@@ -222,7 +235,7 @@ def _source(name: str) -> Path | None:
 def _stale(src: Path, spv: Path) -> bool:
     if not spv.exists():
         return True
-    newest = max([src.stat().st_mtime, (HERE / "params.py").stat().st_mtime,
+    newest = max([src.stat().st_mtime, *(p.stat().st_mtime for p in DECLARATIONS),
                   *(p.stat().st_mtime for p in HERE.glob("*.glsl"))])
     return spv.stat().st_mtime < newest
 
@@ -232,8 +245,8 @@ MANIFEST = "sources.sha256"  # in the SPIR-V folder: the digest of the sources i
 
 def sources_digest() -> str:
     """A SHA-256 over every file the built-in SPIR-V is compiled from: the stage sources, the
-    shared ``*.glsl`` includes and ``params.py`` (which generates the parameter headers)."""
-    files = sorted([*sources(), *HERE.glob("*.glsl"), HERE / "params.py"], key=lambda p: p.name)
+    shared ``*.glsl`` includes and ``params.py`` and ``passes.py`` (which generate headers)."""
+    files = sorted([*sources(), *HERE.glob("*.glsl"), *DECLARATIONS], key=lambda p: p.name)
     digest = hashlib.sha256()
     for path in files:
         # line endings normalised: a checkout on Windows (core.autocrlf) has the same sources

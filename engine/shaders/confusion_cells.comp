@@ -12,13 +12,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
-#include "confusion_params.glsl"  // word offsets: engine/shaders/params.py (CONFUSION)
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[CF_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) writeonly buffer Shown { float shown[]; };
-// the text grid's strings: cell i's string at words i * STRIDE (its length, then its glyphs)
-layout(std430, binding = 3) writeonly buffer Strings { uint strings[]; };
+#include "confusion_cells_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT data
 #include "input.glsl"

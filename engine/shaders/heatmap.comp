@@ -6,13 +6,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "heatmap_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[HM_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
-layout(std430, binding = 3) readonly buffer Stats { uint stats[]; };
-layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
+#include "heatmap_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT data
 #include "input.glsl"

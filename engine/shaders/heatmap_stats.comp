@@ -7,11 +7,7 @@
 // LO = -Inf, HI = +Inf here: nothing is outside it.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "heatmap_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[HM_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) buffer Stats { uint stats[]; };
+#include "heatmap_stats_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT data
 #include "input.glsl"

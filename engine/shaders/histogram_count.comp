@@ -7,13 +7,8 @@
 // the order of atomics cannot matter.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "histogram_params.glsl"
+#include "histogram_count_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "heatmap_params.glsl"  // the stats words of the heatmap stats pass and the range
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[HG_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) buffer Counts { uint counts[]; };
-layout(std430, binding = 3) readonly buffer Stats { uint stats[]; };
 
 #define INPUT data
 #include "input.glsl"

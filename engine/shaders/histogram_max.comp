@@ -6,13 +6,8 @@
 // shared vertical scale. history: HISTORY (lo, hi) pairs, then HISTORY rows of bins.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "histogram_params.glsl"
+#include "histogram_max_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "heatmap_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[HG_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Counts { uint counts[]; };
-layout(std430, binding = 2) buffer Stats { uint stats[]; };
-layout(std430, binding = 3) readonly buffer History { uint history[]; };
 
 void main() {
     uint k_all = P(HG_HISTORY);

@@ -11,14 +11,8 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "histogram_params.glsl"
+#include "histogram_raster_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "heatmap_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[HG_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Counts { uint counts[]; };
-layout(std430, binding = 2) readonly buffer Stats { uint stats[]; };
-layout(std430, binding = 3) readonly buffer History { uint history[]; };  // [2 K + k * bins + b]
-layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
 
 uint bar_height(uint c, uint h, uint maxc) {
     return maxc == 0u ? 0u : uint((uint64_t(c) * uint64_t(h) + uint64_t(maxc) - 1ul) / uint64_t(maxc));

@@ -9,14 +9,8 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "images_params.glsl"  // word offsets: engine/shaders/params.py (IMAGES)
+#include "images_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "muldiv.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[IM_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) readonly buffer Stats { uint stats[]; };  // lo, hi, scale per group
-layout(std430, binding = 3) readonly buffer Colors { uint colors[]; };
-layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
 
 #define INPUT data
 #include "input.glsl"

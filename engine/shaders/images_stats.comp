@@ -6,11 +6,7 @@
 // (range_resolve.comp) makes each group's (lo, hi, scale) from them.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "images_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[IM_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) buffer Stats { uint stats[]; };
+#include "images_stats_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT data
 #include "input.glsl"

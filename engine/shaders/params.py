@@ -9,9 +9,10 @@ from that one declaration
   block's constants and the word-access macros), into a generated include
   folder (:func:`caliper_vk.engine.shaders.generated_headers`), so there is no
   hand-kept mirror to drift;
-- the views (``caliper_vk/views/*.py``) take the word offsets and constants as
-  attributes (``POINTCLOUD.CX``, ``POINTCLOUD.MODE_LABELS``) and fill a
-  ``block.new()`` array, or call :meth:`ParamBlock.pack` with named values;
+- the views (``caliper_vk/views/*.py``) set their blocks by field name
+  (``POINTCLOUD.values(cx=..., r=rotation)``, :class:`ParamValues`) and read the
+  constants as attributes (``POINTCLOUD.MODE_LABELS``); no view slices words by offset;
+- each built-in pass names its bindings in ``passes.py``, whose headers include these;
 - custom panels (``caliper_vk/shader_module.py``) build their block with the
   same class at run time, from the user's parameters, and declare it with named
   members (:meth:`ParamBlock.members`) instead of word offsets.
@@ -44,8 +45,9 @@ class ParamBlock:
     prefix : str
         The GLSL prefix of the word offsets (``"PC"`` gives ``PC_CX``); empty for
         blocks declared with named members only.
-    fields : sequence of ``name`` or ``(name, kind)``
-        In word order; ``kind`` is ``"uint"`` (default), ``"int"`` or ``"float"``.
+    fields : sequence of ``name``, ``(name, kind)`` or ``(name, kind, count)``
+        In word order; ``kind`` is ``"uint"`` (default), ``"int"`` or ``"float"``; a ``count``
+        above 1 makes an array field of that many consecutive words.
     layout : ``"uniform"`` or ``"buffer"``
     constants : mapping of name to GLSL literal (``"0u"``, ``"0xFFFFFFFFu"``, ``"3"``)
         Shared constants: emitted as ``#define`` and readable from Python as ints.
@@ -60,18 +62,38 @@ class ParamBlock:
         if layout not in ("uniform", "buffer"):
             raise ValueError(f"layout must be 'uniform' or 'buffer', got {layout!r}")
         self.name, self.prefix, self.layout = name, prefix, layout
-        self.fields: tuple[tuple[str, str], ...] = tuple(
-            (f, "uint") if isinstance(f, str) else (f[0], f[1]) for f in fields)
+        # An array field (name, kind, count) takes count consecutive words: GLSL gets NAME0 ..
+        # NAME<count-1> (and NAME, the first), Python sets it from a sequence of count values.
+        declared = [(f, "uint", 1) if isinstance(f, str) else (f[0], f[1], int(f[2]) if len(f) > 2 else 1)
+                    for f in fields]
+        self.arrays: dict[str, tuple[int, int]] = {}  # array field -> (first word, count)
+        self.fields: tuple[tuple[str, str], ...] = ()  # one (word name, kind) per word, in order
+        self.kinds: dict[str, str] = {}  # settable field (scalar or array) -> kind
         self.constants: dict[str, str] = dict(constants or {})
         self.specialization: tuple[tuple[str, int], ...] = tuple((n, int(d)) for n, d in specialization)
-        seen = set()
-        for k, (field, kind) in enumerate(self.fields):
+        words: list[tuple[str, str]] = []
+        for field, kind, count in declared:
             if kind not in KINDS:
                 raise ValueError(f"{name}.{field}: kind {kind!r} is not one of {KINDS}")
-            if field in seen or hasattr(type(self), field):
-                raise ValueError(f"{name}: field {field!r} is declared twice or shadows an attribute")
-            seen.add(field)
-            setattr(self, field, k)
+            if field in self.kinds or hasattr(type(self), field) or count < 1:
+                raise ValueError(f"{name}: field {field!r} is declared twice, shadows an attribute or "
+                                 f"has no words ({count})")
+            self.kinds[field] = kind
+            setattr(self, field, len(words))
+            if count > 1:
+                self.arrays[field] = (len(words), count)
+                words += [(f"{field}{i}", kind) for i in range(count)]
+            else:
+                words.append((field, kind))
+        self.fields = tuple(words)
+        # field name (as declared and in lower case) -> (first word, count, kind): set()'s lookup
+        self._lookup: dict[str, tuple[int, int, str]] = {}
+        for field, kind in self.kinds.items():
+            first, count = self.arrays.get(field, (getattr(self, field), 1))
+            self._lookup[field] = self._lookup[field.lower()] = (first, count, kind)
+        seen = {w for w, _ in words} | set(self.kinds)
+        if len(seen) != len(words) + len(self.arrays):
+            raise ValueError(f"{name}: an array field's element names clash with another field")
         for const, literal in self.constants.items():
             if const in seen or hasattr(type(self), const):
                 raise ValueError(f"{name}: constant {const!r} clashes with a field or attribute")
@@ -94,10 +116,24 @@ class ParamBlock:
 
     # -- Python side --------------------------------------------------------------------------
     def new(self):
-        """A zeroed uint32 array of :attr:`words` to fill by offset (``p[BLOCK.CX]``)."""
+        """A zeroed uint32 array of :attr:`words` (for code that fills a block by offset: custom
+        panels' run-time blocks; the built-in views set theirs by name through :meth:`values`)."""
         import numpy as np
 
         return np.zeros(self.words, np.uint32)
+
+    def values(self, **fields) -> ParamValues:
+        """The block's words, zeroed, then ``fields`` set by name (:meth:`ParamValues.set`)."""
+        return ParamValues(self).set(**fields)
+
+    def field(self, name: str) -> tuple[int, int, str]:
+        """(first word, count, kind) of the field ``name`` (case-insensitive: ``cx`` is ``CX``);
+        an unknown name is a KeyError that lists the block's fields."""
+        found = self._lookup.get(name) or self._lookup.get(name.upper())
+        if found is None:
+            raise KeyError(f"{self.name} has no field {name!r}; its fields: "
+                           f"{', '.join(f.lower() for f in self.kinds)}")
+        return found
 
     def pack(self, values: dict):
         """The block's words from ``{field: value}``: every field must be given; floats are
@@ -132,9 +168,12 @@ class ParamBlock:
     # -- GLSL side ----------------------------------------------------------------------------
     def header(self) -> str:
         """The GLSL header: word offsets, size, constants and the access macros."""
+        guard = self.name.upper() + "_GLSL"
         out = [f"// {self.name}.glsl: generated from engine/shaders/params.py; do not edit.",
-               "// Word offsets (uint words; floats by bits), the block's size, its constants."]
+               "// Word offsets (uint words; floats by bits), the block's size, its constants.",
+               f"#ifndef {guard}", f"#define {guard}"]
         out += [f"#define {self.prefix}_{field} {k}" for k, (field, _) in enumerate(self.fields)]
+        out += [f"#define {self.prefix}_{field} {first}" for field, (first, _) in self.arrays.items()]
         out.append(f"#define {self.prefix}_VEC4S {self.vec4s}")
         out += [f"#define {c} {literal}" for c, literal in self.constants.items()]
         out += [f"layout(constant_id = {k}) const uint {n} = {d}u;"
@@ -146,6 +185,7 @@ class ParamBlock:
         else:
             out += ["// declared as: layout(std430, binding = 0) readonly buffer Params { uint P[]; };",
                     "#define f(k) uintBitsToFloat(P[k])"]
+        out.append(f"#endif  // {guard}")
         return "\n".join(out) + "\n"
 
     def members(self) -> list[str]:
@@ -157,12 +197,111 @@ class ParamBlock:
         return f"ParamBlock({self.name!r}, {len(self.fields)} fields, {self.layout})"
 
 
+class ParamValues:
+    """One parameter block's words, set and read by field name (never by word offset).
+
+    ``HEATMAP.values(rows=3, cols=4)`` or ``p.set(cx=0.5, r=rotation)``: names are the block's
+    fields in any case; a float field is rounded to float32 once, an int wraps to its 32-bit
+    pattern, an array field takes a sequence of its count. ``p.get("lo")`` (or ``p["lo"]``)
+    reads a field back as the shader sees it (a float32 as a Python float; an array as a
+    list). ``np.asarray(p)`` (or :attr:`words`) is what is uploaded.
+    """
+
+    __slots__ = ("_floats", "block", "words")
+
+    def __init__(self, block: ParamBlock, words=None):
+        import numpy as np
+
+        self.block = block
+        if words is None:
+            self.words = np.zeros(block.words, np.uint32)
+        else:
+            self.words = np.array(words, np.uint32)
+            if self.words.shape != (block.words,):
+                raise ValueError(f"{block.name} has {block.words} words, got {self.words.shape}")
+        # the same words as float32: a float field is stored through it, so numpy rounds the
+        # value to float32 once (a view's parameters are made every frame: this is the fast path)
+        self._floats = self.words.view(np.float32)
+
+    @staticmethod
+    def _encode(kind: str, v) -> int:
+        import numpy as np
+
+        if kind == "float":
+            return int(np.asarray(v, np.float32).view(np.uint32))
+        if kind == "int":
+            return int(np.asarray(v, np.int64).astype(np.int32).view(np.uint32))
+        return int(v) & 0xFFFFFFFF
+
+    def set(self, **fields) -> ParamValues:
+        """Set fields by name; returns ``self`` (so a block is made in one expression)."""
+        import numpy as np
+
+        lookup, words, floats = self.block._lookup, self.words, self._floats
+        for name, value in fields.items():
+            first, count, kind = lookup.get(name) or self.block.field(name)
+            if count == 1:
+                if kind == "uint":
+                    words[first] = (value if value.__class__ is int else int(value)) & 0xFFFFFFFF
+                elif kind == "float":
+                    floats[first] = value  # stored as float32: numpy rounds it once
+                else:
+                    words[first] = self._encode(kind, value)
+                continue
+            items = np.asarray(value).reshape(-1)
+            if items.size != count:
+                raise ValueError(f"{self.block.name}.{name} takes {count} values, got {items.size}")
+            if kind == "float":
+                self._floats[first:first + count] = items
+            elif kind == "int":
+                self.words[first:first + count] = items.astype(np.int64).astype(np.int32).view(np.uint32)
+            else:
+                self.words[first:first + count] = items.astype(np.int64) & 0xFFFFFFFF
+        return self
+
+    def get(self, name: str):
+        """A field's value as the shader reads it (an array field: a list)."""
+        import numpy as np
+
+        first, count, kind = self.block.field(name)
+        words = self.words[first:first + count]
+        if kind == "float":
+            out = [float(v) for v in words.view(np.float32)]
+        elif kind == "int":
+            out = [int(v) for v in words.view(np.int32)]
+        else:
+            out = [int(v) for v in words]
+        return out[0] if count == 1 else out
+
+    __getitem__ = get
+
+    def __array__(self, dtype=None, copy=None):
+        return self.words if dtype is None else self.words.astype(dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.words.nbytes
+
+    def copy(self) -> ParamValues:
+        return ParamValues(self.block, self.words)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ParamValues) and other.block is self.block
+                and bool((other.words == self.words).all()))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ParamValues({self.block.name}, " + ", ".join(
+            f"{f.lower()}={self.get(f)!r}" for f in self.block.kinds) + ")"
+
+
 # -- the built-in views' blocks ---------------------------------------------------------------------
 
 POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     "N", "DIM", "W", "H", "SIZE", "MODE", "NPAL", "MARGIN",
     ("CX", "float"), ("CY", "float"), ("CZ", "float"),
-    *((f"R{k}", "float") for k in range(9)),
+    ("R", "float", 9),  # the rotation, row-major
     ("SCALE", "float"), ("NSCALE", "float"), ("OX", "float"), ("OY", "float"),
     ("ZMIN", "float"),    # the nearest depth of the fit, as -depth (the quantisation origin)
     ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
@@ -180,8 +319,7 @@ POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
     # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
     # BOX_VNOT_MAX, which pointcloud_values.comp reduces; the codes are RANGE's MODE_*).
     "VBASE", "VDTYPE", "VRANGE",
-    "FIXED", ("FLO0", "float"), ("FLO1", "float"), ("FLO2", "float"),
-    ("FHI0", "float"), ("FHI1", "float"), ("FHI2", "float"), ("FITK", "float"),
+    "FIXED", ("FLO", "float", 3), ("FHI", "float", 3), ("FITK", "float"),
 ], constants={
     "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
     # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
@@ -227,12 +365,53 @@ HISTOGRAM = ParamBlock("histogram_params", "HG", [
     "HS_MAX": "10", "HS_KEPT": "11", "HS_WORDS": "12"})
 
 CURVE = ParamBlock("curve_params", "CV", [
+    # W, H, RECT_X, RECT_Y: the plot area (the trace's columns and rows), inside the panel
     "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
     ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
     ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
+    # The axes (curve_ticks.comp, curve_axes.comp): AXES 1 when the panel has room for them; the
+    # panel is FULL_W x FULL_H with the plot at (GUTTER_W, 0); at most YTICKS / XTICKS intervals
+    # between ticks, labels of at most YCHARS / XCHARS characters; glyph cells CELL_W x CELL_H;
+    # the glyph indices of '0' (then '1' .. '9'), '.', the minus sign and 'e'.
+    "AXES", "FULL_W", "FULL_H", "GUTTER_W", "GUTTER_H", "YTICKS", "XTICKS", "YCHARS", "XCHARS",
+    "CELL_W", "CELL_H", "TEXT", "AXIS", "G_ZERO", "G_DOT", "G_MINUS", "G_E",
+    "GRID",  # the grid lines across the plot at the ticks (curve_raster.comp), under the trace
+    # The EMA's blocked scan (curve_smooth.comp): CHUNKS chunks of CHUNK samples
+    "CHUNK", "CHUNKS",
 ], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
-    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13", "CS_WORDS": "14",
-    "NO_ROWS": "0xFFFFFFFFu"})
+    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13",
+    "CS_NONPOS": "14",  # log-y: finite values <= 0 (not drawn)
+    "CS_WORDS": "15",
+    "NO_ROWS": "0xFFFFFFFFu",
+    # The tick buffer (curve_ticks.comp writes it, curve_axes.comp reads it): the y tick count, the
+    # x tick count, then AX_TICKS y labels from word AX_Y and AX_TICKS x labels from word AX_X, each
+    # AX_WORDS words: the tick's row (y) or column (x), its label's length (0: not drawn) and up to
+    # AX_CHARS glyph indices.
+    "AX_TICKS": "16u", "AX_CHARS": "8u", "AX_WORDS": "10u", "AX_Y": "2u", "AX_X": "162u", "AX_SIZE": "322u",
+    "TICK_LEN": "3u",
+    # then a word per panel row (from AX_SIZE) and per panel column: the label whose band holds it
+    # (index + 1, 0: none), the offset into that band, and AX_MARK where a tick mark is
+    "AX_OWNER": "0xFFu", "AX_MARK": "0x100u", "AX_OFFSET_SHIFT": "16u",
+    # log2 of a mantissa (curve_log.glsl): log2(1 + u) = u * (C0 + C1 u + ... + C8 u^8) for u in
+    # [-1/4, 1/2), a least-squares fit (about 2e-8 off before float32 rounding); log2(10), 1/log2(10)
+    "LOG2_DEGREE": "8", "LOG2_C0": "0x3FB8AA3Bu", "LOG2_C1": "0xBF38AA5Cu", "LOG2_C2": "0x3EF63863u",
+    "LOG2_C3": "0xBEB8964Fu", "LOG2_C4": "0x3E939451u", "LOG2_C5": "0xBE7975BEu", "LOG2_C6": "0x3E5DDBADu",
+    "LOG2_C7": "0xBE2DA2CCu", "LOG2_C8": "0x3D941B9Au",
+    "LOG2_10_BITS": "0x40549A78u", "INV_LOG2_10_BITS": "0x3E9A209Bu",
+    # 2^u = 1 + u * (E0 + E1 u + ... + E5 u^5) for u in [0, 1) (curve_ticks.comp: a log range's
+    # values, to choose ticks within a decade; about 5e-9 off before float32 rounding)
+    "EXP2_E0": "0x3F317215u", "EXP2_E1": "0x3E75FED5u", "EXP2_E2": "0x3D634186u",
+    "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
+    # the EMA's carries: per chunk its local sum, its finite count, 1 + its last finite index,
+    # and the carry into it (m, then alpha^t)
+    "SC_WORDS": "5",
+}, specialization=[
+    # 1: values drawn as their log2 (log2e in curve_log.glsl), those <= 0 not drawn. A constant,
+    # not a word: a CPU implementation such as lavapipe runs both sides of a branch, so a word
+    # would cost every sample the log2 on a linear axis too.
+    ("SPEC_LOGY", 0),
+    ("SPEC_STAGE", 0),  # curve_smooth.comp: which stage of the EMA's scan
+])
 
 IMAGES = ParamBlock("images_params", "IM", [
     "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",

@@ -7,11 +7,7 @@
 // Min and max are exact in any order. Mirrored by caliper_vk/views/_pointfit.py: device_box.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) buffer Box { uint box[]; };
+#include "pointcloud_bounds_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT pos
 #include "input.glsl"

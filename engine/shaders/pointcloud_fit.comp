@@ -11,16 +11,13 @@
 // (caliper_vk/views/_pointfit.py: device_fit).
 layout(local_size_x = 1) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
+#include "pointcloud_fit_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "range_params.glsl"
 #include "range.glsl"
 
 // The parameter block itself, as a storage buffer: the same words (std430 uvec4s are laid out
 // as std140's), read through P()/f() and written here. The barrier after this pass makes the
 // words visible to the uniform reads of the splat.
-layout(std430, binding = 0) buffer Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Box { uint box[]; };
-layout(std430, binding = 2) buffer Stats { uint stats[]; };
 
 void set_f(uint k, float v) { PV[k >> 2][k & 3u] = floatBitsToUint(v); }
 

@@ -6,12 +6,7 @@
 // larger ones), one atomic per word. Runs in the frame, before the splat reads point_colors[].
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Labels { uint labels[]; };
-layout(std430, binding = 2) writeonly buffer PointColors { uint point_colors[]; };
-layout(std430, binding = 3) buffer Stats { uint stats[]; };
+#include "pointcloud_labels_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define PER_INVOCATION 16u
 #define DT_I32 3u

@@ -7,14 +7,7 @@
 // copied in beforehand. The work follows the points, not the panel's area.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) readonly buffer Depth { uint depth[]; };
-layout(std430, binding = 3) readonly buffer PointColors { uint point_colors[]; };
-layout(std430, binding = 4) readonly buffer Colors { uint colors[]; };
-layout(rgba8ui, binding = 5) uniform writeonly uimage2D target;
+#include "pointcloud_paint_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT pos
 #include "input.glsl"

@@ -8,11 +8,7 @@
 // imageStore per pixel (800 x 600, 1M points).
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) buffer Depth { uint depth[]; };
-layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
+#include "pointcloud_resolve_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define POINT_COLORS
 #include "pointcloud_color.glsl"

@@ -4,13 +4,7 @@
 // does not depend on the order invocations run in, and needs no 64-bit atomics.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Positions { uint pos[]; };
-layout(std430, binding = 2) buffer Depth { uint depth[]; };
-layout(std430, binding = 3) buffer Stats { uint stats[]; };
-layout(std430, binding = 4) readonly buffer PointColors { uint point_colors[]; };
+#include "pointcloud_splat_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT pos
 #include "input.glsl"
@@ -42,7 +36,12 @@ void main() {
         int px = ix + dx;
         int py = iy + dy;
         if (px >= 0 && px < w && py >= 0 && py < h) {
-            atomicMin(depth[uint(py) * uint(w) + uint(px)], key);
+            // A plain read first: a pixel's key only ever falls, so a key not below what is
+            // read can never win there (a stale read is higher, never lower, and only costs
+            // the atomic). Most points of a dense cloud lose; on lavapipe the skipped atomics
+            // made the 2-px splat of 1M points about a quarter cheaper, with the same bytes.
+            uint at = uint(py) * uint(w) + uint(px);
+            if (key < depth[at]) atomicMin(depth[at], key);
         }
     }
 }

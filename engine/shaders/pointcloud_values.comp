@@ -6,11 +6,7 @@
 // VSCALE. Mirrored by caliper_vk/views/_pointfit.py: device_value_keys.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Values { uint vals[]; };
-layout(std430, binding = 2) buffer Box { uint box[]; };
+#include "pointcloud_values_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT vals
 #include "input.glsl"

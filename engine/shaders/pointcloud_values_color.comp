@@ -5,11 +5,7 @@
 // rule), into point_colors[], which the splat reads after a barrier.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_params.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[PC_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Values { uint vals[]; };
-layout(std430, binding = 2) writeonly buffer PointColors { uint point_colors[]; };
+#include "pointcloud_values_color_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 #define INPUT vals
 #include "input.glsl"

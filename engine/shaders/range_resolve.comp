@@ -5,11 +5,8 @@
 // passes of the same frame read and the host reads back with the frame's counters.
 layout(local_size_x = 64) in;
 #include "common.glsl"
-#include "range_params.glsl"
+#include "range_resolve_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "range.glsl"
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[RG_VEC4S]; };
-layout(std430, binding = 1) buffer Stats { uint stats[]; };
 
 void main() {
     uint i = gl_GlobalInvocationID.x;

@@ -6,13 +6,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "text_params.glsl"  // word offsets: engine/shaders/params.py (TEXT)
-
-layout(std140, binding = 0) uniform Params { uvec4 PV[TX_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Grid { uint grid[]; };       // glyph per cell
-layout(std430, binding = 2) readonly buffer RowColor { uint rowcolor[]; };
-layout(std430, binding = 3) readonly buffer Atlas { uint atlas[]; };     // coverage per texel
-layout(rgba8ui, binding = 4) uniform writeonly uimage2D target;
+#include "text_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 
 uint blend(uint bg, uint fg, uint a) {
     uint w = a + (a >> 7);

@@ -17,19 +17,12 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "textgrid_params.glsl"  // word offsets: engine/shaders/params.py (TEXTGRID)
+#include "textgrid_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
 #include "heatmap_params.glsl"  // the stats words (ST_LO, ST_SCALE) of the heatmap's stats pass
 #include "muldiv.glsl"
 
-layout(std140, binding = 0) uniform Params { uvec4 PV[TG_VEC4S]; };
-layout(std430, binding = 1) readonly buffer Data { uint data[]; };
-layout(std430, binding = 2) readonly buffer Colors { uint colors[]; };
-// strings: cells (rows * cols), then row labels (rows), then column labels (cols);
-// each is TG_STRIDE words: a length n, then n glyph indices
-layout(std430, binding = 3) readonly buffer Strings { uint strings[]; };
-layout(std430, binding = 4) readonly buffer Atlas { uint atlas[]; };     // coverage per texel
-layout(std430, binding = 5) readonly buffer Stats { uint stats[]; };  // the heatmap stats words
-layout(rgba8ui, binding = 6) uniform writeonly uimage2D target;
+// strings[] holds the cells (rows * cols), then the row labels (rows), then the column labels
+// (cols); each is TG_STRIDE words: a length n, then n glyph indices
 
 #define INPUT data
 #include "input.glsl"

@@ -1,0 +1,88 @@
+"""The view registry: a built-in view registers itself, beside its class, as one unit.
+
+::
+
+    @register_view("heatmap", block=HEATMAP, passes=("heatmap_stats", "range_resolve", "heatmap"),
+                   inputs=("data",), tests=("tests/test_heatmap_exact.py",))
+    class Heatmap(RangedView): ...
+
+A :class:`ViewSpec` holds what the rest of Caliper asks about a view, so nothing else keeps a
+list of views:
+
+- ``block``: its parameter block (engine/shaders/params.py), set by field name
+  (``HEATMAP.values(rows=..., cols=...)``);
+- ``passes``: the stems of its compute passes, each declared with its named bindings in
+  engine/shaders/passes.py (the GLSL binding lines are generated from that declaration, and
+  :func:`caliper_vk.views._base.pipeline` binds by the same names);
+- ``inputs``: its named inputs (the constructor's array arguments: ``data``, or
+  ``positions``, ``labels`` and ``values``); the first one is required;
+- ``tests``: the test files that check its bytes against its numpy twin; ``tools/test`` runs
+  them under every device profile (:func:`profile_tests`);
+- ``cli``: whether ``caliper render --view NAME`` draws it from an array file.
+
+``make_view``, ``attach(view=...)``, the CLI's ``--view`` and the profile runs all read
+:data:`VIEWS` / :data:`SPECS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.shaders import passes as _passes
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One registered view (see the module docstring)."""
+
+    name: str
+    cls: type
+    block: object
+    passes: tuple
+    inputs: tuple[str, ...]
+    tests: tuple[str, ...]
+    profile_skip: tuple[str, ...] = ()
+    cli: bool = False
+
+    @property
+    def bindings(self) -> dict[str, tuple[str, ...]]:
+        """Each pass's binding names, in binding order (from engine/shaders/passes.py)."""
+        return {p.stem: p.names for p in self.passes}
+
+
+SPECS: dict[str, ViewSpec] = {}
+VIEWS: dict[str, type] = {}  # name -> view class (what make_view constructs)
+
+
+def register_view(name: str, *, block=None, passes=(), inputs=("data",), tests=(), profile_skip=(),
+                  cli: bool = False):
+    """Class decorator: register the view class under ``name`` (see the module docstring).
+
+    Every pass must be declared in engine/shaders/passes.py; a name registered twice is an
+    error (two views would answer to one ``view=``)."""
+    declared = tuple(_passes.get(stem) for stem in passes)  # an unknown stem raises, listing them
+    bad = [t for t in (*tests, *profile_skip) if not t.startswith("tests/")]
+    if bad:
+        raise ValueError(f"view {name!r}: test paths are relative to the repository root "
+                         f"(tests/...): {bad}")
+
+    def decorate(cls):
+        if name in SPECS and SPECS[name].cls.__qualname__ != cls.__qualname__:
+            raise ValueError(f"view {name!r} is registered twice: {SPECS[name].cls.__name__} and "
+                             f"{cls.__name__}")
+        spec = ViewSpec(name, cls, block, declared, tuple(inputs), tuple(tests), tuple(profile_skip), cli)
+        SPECS[name] = spec
+        VIEWS[name] = cls
+        cls.view_spec = spec
+        return cls
+
+    return decorate
+
+
+def profile_tests() -> list[str]:
+    """The pytest arguments that run every registered view's byte-exact tests (each file once,
+    in registration order) with their ``profile_skip`` deselected: what ``tools/test`` runs
+    under each device profile, besides the attach, sync and demo tests it names itself."""
+    files = list(dict.fromkeys(t for spec in SPECS.values() for t in spec.tests))
+    skips = list(dict.fromkeys(t for spec in SPECS.values() for t in spec.profile_skip))
+    return [*files, *(a for t in skips for a in ("--deselect", t))]
