@@ -196,10 +196,10 @@ class Probes:
         s, job = self.session, self.job
         if not self._started or (s is None and job is None):
             return
-        started = None if s is None else s.budget.clock()
         recording = self.run_dir is not None and self.record_every > 0 and step % self.record_every == 0
         usable = self.example is not None and self.example is not False
-        drawing = s is not None and s.due(step)
+        drawing = s is not None and s.due(step)  # (due() counts its own time)
+        started = None if s is None else s.budget.clock()
         if job is not None:  # the same answer on every rank, or a probe forward would mismatch collectives
             drawing, stop = job.decide(drawing, stop=not usable or self.forward_error is not None)
             usable = usable and not stop
