@@ -39,6 +39,7 @@ import numpy as np
 
 from ..live.budget import DEFAULT_BUDGET
 from .._log import logger
+from ..record.stage import Staging
 from . import _bounds as bounds
 from ._batches import _empty, _sharded, _to, first_example, first_tensor, scalars
 from ._job import Job, in_job
@@ -98,6 +99,7 @@ class Probes:
         self.forward_error: str | None = None  # the probe forward failed for good: why
         self.curve = None
         self.losses: list[float] = []
+        self._arriving = Staging()  # logged loss tensors on their way to the curve (no wait)
         self._captured: dict = {}
         self._basis = None
         self._rows = None
@@ -183,12 +185,18 @@ class Probes:
         s = self.session
         started = None if s is None else s.budget.clock()
         values = scalars(metrics)
-        if "train/loss" in values and math.isfinite(values["train/loss"]):
-            self.losses.append(values["train/loss"])
+        loss = values.get("train/loss")
+        if loss is not None and self.loss_curve:  # the curve's point when the value has arrived
+            self._arriving.put(loss.reshape(1).float() if hasattr(loss, "reshape") else None,
+                               lambda a, v=loss: self._arrived(v if a is None else float(a[0])))
         if self.rec is not None and values:
-            self.rec.log(values)
+            self.rec.log(values)  # tensors are copied to the host without waiting (record.stage)
         if started is not None:
             s.budget.charge(started)  # the training thread's time: Caliper's
+
+    def _arrived(self, loss: float) -> None:
+        if math.isfinite(loss):
+            self.losses.append(loss)
 
     def after_step(self, step: int) -> None:
         """An optimizer step ended: probe (when a frame is due or the probes are recorded), draw,
@@ -429,6 +437,7 @@ class Probes:
         if s is None:
             return
         self._show_failures(s)
+        self._arriving.poll()
         if self.loss_curve and self.losses:
             if self.curve is None:
                 from ..views import Curve
