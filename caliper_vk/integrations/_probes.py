@@ -18,8 +18,9 @@ optimizer step:
    thread counts in the budget.
 2. ``session.step(step)`` (in a job: the gather's step, see :mod:`._job`).
 3. Every ``record_every`` steps the probe arrays are also recorded into the run
-   (``rec.probe``: the one host copy, at recorded steps only), with the same
-   example, so recorded frames are comparable across steps.
+   (``rec.probe``: the one host copy, at recorded steps only, made without waiting
+   and written when it has arrived), with the same example, so recorded frames are
+   comparable across steps.
 
 Each probe fails alone: an error in one (a module that returned no tensor, an
 attention module without weights) is shown on its own panel (its title, or a
@@ -220,9 +221,10 @@ class Probes:
                 if drawing:
                     self._draw(arrays)
                 if recording and self.rec is not None:
+                    at = self.rec.step  # written when the copy has arrived (record.stage): no wait
                     for name, (kind, a, _) in arrays.items():
-                        self.rec.probe(f"{kind}/{name}", a.cpu().numpy(), module=name, example=EXAMPLE,
-                                       kind=kind)
+                        self.rec.stage(a, lambda v, name=name, kind=kind: self.rec.probe(
+                            f"{kind}/{name}", v, module=name, example=EXAMPLE, kind=kind, step=at))
             elif drawing:
                 self._draw({})  # the loss curve, and the failures so far
         except Exception as exc:  # a probe must never stop training
