@@ -52,7 +52,9 @@ def _timed(update, repeats: int, cpu: list | None = None) -> list[float]:
 
 
 # -- Caliper ----------------------------------------------------------------------------------
-def caliper(view: str, n: int, repeats: int, mode: str, size_px: int = 2) -> dict:
+def caliper(view: str, n: int, repeats: int, mode: str, size_px: int = 2, fixed_bounds: bool = False) -> dict:
+    """``fixed_bounds``: the point cloud's fit box given once, from the first data set (``bounds=``),
+    as the floor fits its camera once at setup, instead of the device's fit of every frame."""
     import torch
 
     import caliper_vk as cv
@@ -62,6 +64,8 @@ def caliper(view: str, n: int, repeats: int, mode: str, size_px: int = 2) -> dic
     with cv.Session(window=False, size=(W, H + 20)) as s:
         t = cv.empty(sources[0].shape) if mode == "zero-copy" else sources[0].clone()
         opts = {"labels": labels, "point_size_px": size_px} if view == "pointcloud" else {}
+        if fixed_bounds:
+            opts["bounds"] = (data[0].min(axis=0).tolist(), data[0].max(axis=0).tolist())
         panel = s.attach(t, view, zero_copy=(mode != "staging"), **opts)
 
         def update(i):
@@ -276,12 +280,14 @@ def main() -> None:
     ap.add_argument("--view", default="pointcloud")
     ap.add_argument("--mode", default="zero-copy")
     ap.add_argument("--size", type=int, default=2, help="pointcloud: point size in pixels")
+    ap.add_argument("--fixed-bounds", action="store_true",
+                    help="pointcloud: the fit box given once (bounds=), as the floor's camera")
     ap.add_argument("--variant", default="png", choices=("png", "buffer"),
                     help="matplotlib: PNG round trip or the in-memory RGBA buffer")
     ap.add_argument("--run", help="dashboard cases: the run directory")
     a = ap.parse_args()
     if a.case == "caliper":
-        out = caliper(a.view, a.n, a.repeats, a.mode, a.size)
+        out = caliper(a.view, a.n, a.repeats, a.mode, a.size, a.fixed_bounds)
     elif a.case == "floor":
         out = floor(a.n, a.repeats)
     elif a.case == "matplotlib":

@@ -18,10 +18,12 @@ import numpy as np
 
 SIZES = ((2000, "2k"), (1_000_000, "1M"))
 FLOOR, CAL1, CAL2 = "floor: hand-written Vulkan, 1 px", "Caliper 1 px", "Caliper 2 px"
+CAL1_FIXED = "Caliper 1 px, bounds= fixed (the floor's camera: fitted once)"
 ROUNDED = {  # key -> case arguments (after --n N); run `rounds` times, interleaved
     FLOOR: ("floor",),
     CAL1: ("caliper", "--mode", "ordinary", "--size", 1),
     CAL2: ("caliper", "--mode", "ordinary", "--size", 2),
+    CAL1_FIXED: ("caliper", "--mode", "ordinary", "--size", 1, "--fixed-bounds"),
 }
 ONCE = {  # key -> (case arguments, slow at 1M: fewer repeats)
     "Caliper 2 px, tensor from caliper_vk.empty": (("caliper", "--mode", "zero-copy", "--size", 2), False),
@@ -75,7 +77,7 @@ def measure(run_case, summary, reps: int, rounds: int, log) -> dict:
         return rows
 
     for n, label in SIZES:
-        rows = rounded(n, (FLOOR, CAL1, CAL2), reps)
+        rows = rounded(n, (FLOOR, CAL1, CAL2, CAL1_FIXED), reps)
         for key, (args, slow) in ONCE.items():
             rows[key] = once(n, args, max(5, reps // 3) if slow and n >= 1_000_000 else reps)
             rows[key]["slow"] = slow and n >= 1_000_000
@@ -128,7 +130,8 @@ def lines(pc: dict) -> list[str]:
         f"than the absolute figures). Each path in its own fresh process, one protocol: the (N, 3) "
         "float32 CPU tensor (positions; labels 0-9 fixed) is changed in place (`copy_` of the other "
         "of two data sets), then timed until an RGBA frame of it is in host memory; 800×600; median "
-        "± IQR of 15 after 3 warm-ups. The floor and Caliper at 1 and 2 px ran "
+        "± IQR of 15 after 3 warm-ups. The floor, Caliper at 1 and 2 px and Caliper with its fit "
+        "box given once (`bounds=`, as the floor's camera) ran "
         f"{pc['rounds']} times, interleaved: their figure is the median of the processes' medians, "
         "and \"× floor\" the median of the per-round ratios.", "",
         *([f"- **Machine**: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, {m['os']}; "
@@ -256,8 +259,10 @@ def bounds(pc: dict) -> list[str]:
         f"{p(c2, 'pointcloud splat'):.1f} ms at 2 px against the floor's {p(fl, 'splat'):.1f} ms: "
         "Caliper's projection is exact (every intermediate flushed by `ftz`, NaN/Inf classified and "
         "counted, off-panel points counted, the depth level rounded by the twin's rule), and a "
-        "2-px point is 4 atomics where the floor's is 1; the resolve with its copy into the "
-        f"canvas {p(c1, 'PointCloud'):.1f} ms against {p(fl, 'resolve'):.1f} ms; the fit of the "
+        "2-px point is 4 atomics where the floor's is 1; the resolve and its copy into the canvas "
+        f"{p(c1, 'PointCloud'):.1f} ms against the floor's resolve {p(fl, 'resolve'):.1f} ms; the "
+        f"rewind history's copy of the frame's input (`reads extra`) {p(c1, 'reads extra'):.1f} ms; "
+        "the fit of the "
         f"moving cloud, on the device in the same frame (the floor's camera is fixed), "
         f"{p(c1, 'pointcloud fit'):.1f} ms. On the host: the parameter block "
         f"{c1.get('fit_params_ms', NAN):.2f} ms; the rest of `render()` beyond the GPU passes "

@@ -267,7 +267,7 @@ def cmd_view(args) -> int:
             print(f"caliper: {r.name}: {len(r.problems)} note(s): {r.problems[0]}", file=sys.stderr)
     options = dict(axis=args.axis, cursor=args.cursor, smoothing=args.smoothing, columns=args.columns,
                    hist_mode=args.histograms, panels=["*"] if args.all else args.panel, log_y=args.log_y,
-                   shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables)
+                   shown=shown, reveal=args.reveal, pinned=args.pin, tables=args.tables, epochs=args.epochs)
     if args.web:
         return _serve_view(runs, options, args)
     refused = None if args.png else why_no_window()  # macOS: also off the main thread or over SSH
@@ -397,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "learning rate)")
     p.add_argument("--tables", action="store_true",
                    help="a value table under each chart: run, series, raw, smoothed, step, time at the cursor")
+    p.add_argument("--epochs", action="store_true",
+                   help="scalar panels epoch over epoch: each per-step series' epochs on one within-epoch "
+                   "axis, older fainter (each scalar panel also has an 'epochs' toggle)")
     p.add_argument("--pin", action="append", metavar="PANEL",
                    help="pin the panels this regular expression matches to the top (repeatable)")
     p.add_argument("--all", action="store_true", help="show every panel")

@@ -9,6 +9,10 @@ device Caliper picks and the best tensor backend of this machine (``cuda``, ``mp
 - a writer racing the renderer under the write/read protocol: no torn frame;
 - with the Khronos validation layer on (``CALIPER_VK_VALIDATION=1``), none of its errors.
 
+Each tensor is attached at zeros and written after attach, as training writes it, and its twin
+is made from a ``.cpu()`` copy taken after the frame (pixels and counters), so a parameter
+computed from a stale host copy fails.
+
 The full self-test adds every view in every supported dtype, the host-fed views (text,
 confusion) and a timing of each transfer path this machine has (host pointer, host staging,
 CUDA zero-copy and on-device copy, MPS). :func:`run` returns a :class:`SelfTest`; ``write``
@@ -179,16 +183,42 @@ def _sync(backend: str) -> None:
 
 
 def _shared(backend: str, values: np.ndarray, dtype: str):
-    """A tensor on ``backend`` that the renderer reads in place, holding ``values``."""
+    """A tensor on ``backend`` that the renderer reads in place, all zero, and a function that
+    writes ``values`` into it (under the panel's ``writing()``, after attach)."""
     import torch
 
     from .api import empty
 
     want = torch.from_numpy(values).to(getattr(torch, dtype))
     t = empty(values.shape, dtype=want.dtype, device=backend)
-    t.copy_(want.to(t.device))
+    t.zero_()
     _sync(backend)
-    return t
+    return t, lambda: t.copy_(want.to(t.device))
+
+
+def _written_frame(session, panel, write) -> np.ndarray:
+    """Write the panel's tensor after attach, as training does, and draw the frame."""
+    session.step(0)
+    session.flush()
+    with panel.writing():
+        write()
+    session.step(1)
+    return session.flush()
+
+
+def _twin_diff(frame: np.ndarray, panel, tensor) -> str | None:
+    """How the panel in ``frame`` differs from its view's twin made from a ``.cpu()`` copy of
+    ``tensor`` taken after the frame (what the device read, not the copy made at attach), pixels
+    and counters; None when it does not."""
+    v, r = panel.view, panel.view.rect
+    options = {"yaw_deg": v._yaw, "pitch_deg": v._pitch, "zoom": v.zoom} if hasattr(v, "_yaw") else {}
+    twin = type(v)(**options)
+    twin.set_data(tensor.cpu())
+    want, stats = twin.reference_with_stats(r.width, r.height)
+    bad = _same(frame[r.y:r.y + r.height, r.x:r.x + r.width], want)
+    if bad is None and v.stats != stats:
+        bad = f"the frame's counters {v.stats} differ from the twin's {stats}"
+    return bad
 
 
 def _same(got: np.ndarray, want: np.ndarray) -> str | None:
@@ -243,11 +273,11 @@ def _device_check(backend: str, info) -> tuple[str, str]:
 def _import_check(backend: str) -> tuple[str, str]:
     from . import Session
 
-    t = _shared(backend, sample("heatmap", "float32", 1), "float32")
+    t, write = _shared(backend, sample("heatmap", "float32", 1), "float32")
     with Session(window=False, size=(160, 120), budget=None) as s:
         panel = s.attach(t, "heatmap", name="x")
         kind = panel.record.kind if getattr(panel, "record", None) is not None else "?"
-        bad = _same(s.render(), s.canvas.reference())
+        bad = _twin_diff(_written_frame(s, panel, write), panel, t)
         path, reason = panel.path, panel.reason
     if bad:
         return FAILED, bad
@@ -262,11 +292,11 @@ def _view_check(backend: str, view: str, dtype: str) -> tuple[str, str]:
     from . import Session
 
     values = sample(view, dtype, seed=len(view) * 7 + len(dtype))
-    t = _shared(backend, values, dtype)
+    t, write = _shared(backend, values, dtype)
     _, size = TENSOR_VIEWS[view]
     with Session(window=False, size=size, budget=None) as s:
         panel = s.attach(t, view, name="x")
-        bad = _same(s.render(), s.canvas.reference())
+        bad = _twin_diff(_written_frame(s, panel, write), panel, t)
         path = panel.path
     return (FAILED, bad) if bad else (PASSED, f"{path}: byte-exact against the twin")
 

@@ -185,6 +185,9 @@ class Canvas:
         # barrier orders it after part 1 (barriers reach back across submissions).
         rec = self._recorder.begin()
         rec.barrier()
+        # what ran after the reads in the first batch (submit's reads_extra: a live session's
+        # history copies), timed apart from the panels' own passes
+        rec.mark("reads extra")
         for p in self.panels:
             p.drawable.record(rec)
             rec.mark(type(p.drawable).__name__)
@@ -307,7 +310,12 @@ class Canvas:
             self.height, self.width, 4).copy()
 
     def reference(self) -> np.ndarray:
-        """The numpy twin of :meth:`render`: every panel's reference composed the same way."""
+        """The numpy twin of :meth:`render`: every panel's reference composed the same way.
+
+        Each view's twin reads its host values: for a GPU tensor read in place (CUDA, MPS, the
+        emulated discrete GPU) those are the copy made at attach, not what the device drew from.
+        Compare such a panel with its view's twin made from a ``.cpu()`` copy taken after the
+        frame instead."""
         out = np.empty((self.height, self.width, 4), np.uint8)
         out[:] = self.color
         for p in self.panels:

@@ -26,7 +26,10 @@ plain timeline whose ``vkGetSemaphoreFdKHR`` is answered here with an fd this dr
 resolves back to it (:meth:`semaphore_fd_getter`; the engine's own ``export_handle``
 code runs). Torch here is a CPU build: :func:`as_cuda_tensor` stands in for
 ``torch.as_tensor(__cuda_array_interface__)`` with a CPU tensor over the mapped bytes
-that reports ``device`` ``cuda:0`` (:class:`CudaStandIn`).
+that reports ``device`` ``cuda:0`` (:class:`CudaStandIn`), built on the emulated discrete
+GPU's :class:`~caliper_vk.exporters.discrete.DeviceTensor`: its host views (``.cpu()``,
+``host_array``, ``.item()``) are counted snapshots and ``.numpy()`` refuses, as for a real
+CUDA tensor, so a twin or a parameter taken from a stale host copy fails here too.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import threading
 import numpy as np
 import pytest
 import torch
+
+from caliper_vk.exporters.discrete import DeviceTensor
 
 # cuda-bindings has no macOS wheel (requirements-dev.txt marks it off there): the tests that use
 # this stand-in skip, and say why, where it is not installed
@@ -578,13 +583,12 @@ class CheckedDriver:
 
 # -- torch's side: a CPU tensor standing in for a CUDA one -------------------------------------
 
-class CudaStandIn(torch.Tensor):
+class CudaStandIn(DeviceTensor):
     """A CPU tensor over mapped "device" memory that reports ``device`` ``cuda:0``: what the
-    exporter reads of a CUDA tensor (device, storage and data pointers, shape, dtype)."""
-
-    @property
-    def device(self):
-        return torch.device("cuda", 0)
+    exporter reads of a CUDA tensor (device, storage and data pointers, shape, dtype). Its host
+    views are those of :class:`caliper_vk.exporters.discrete.DeviceTensor`: ``.cpu()``,
+    ``host_array`` and ``.item()`` are counted snapshots, ``.numpy()`` refuses, so code that
+    reads the "device" memory through a host alias fails here as it would on a GPU."""
 
 
 # check_tensor accepts torch tensors by their type's module; this subclass stands for one

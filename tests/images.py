@@ -48,6 +48,22 @@ def assert_view_matches_twin(view, width: int, height: int, folder: Path) -> Non
         assert view.stats == stats
 
 
+def assert_panel_matches_twin(frame: np.ndarray, panel, tensor, folder: Path, **options) -> None:
+    """The panel's pixels in ``frame`` and its counters equal those of a twin of its view made
+    from a ``.cpu()`` copy of ``tensor`` taken now (call it after ``flush()`` or ``render()``):
+    the values the device read, never the host copy a GPU tensor read in place got at attach
+    (``canvas.reference()`` draws from that copy). ``options``: the view's, as given to
+    ``attach``; a point cloud's twin takes the panel's camera."""
+    v, r = panel.view, panel.view.rect
+    if hasattr(v, "_yaw"):  # a point cloud: the camera the session may have turned
+        options = {"yaw_deg": v._yaw, "pitch_deg": v._pitch, "zoom": v.zoom, **options}
+    twin = type(v)(**options)
+    twin.set_data(tensor.cpu())
+    want, stats = twin.reference_with_stats(r.width, r.height)
+    assert_same_image(frame[r.y:r.y + r.height, r.x:r.x + r.width], want, folder)
+    assert v.stats == stats
+
+
 def read_strip(strip: np.ndarray, colour=None, background=None) -> str:
     """The text of a one-line strip drawn by :func:`caliper_vk.chrome.render_bar` from the left edge,
     read back exactly: each glyph cell is matched against the atlas's own rendering of every

@@ -24,13 +24,17 @@ def report(out: Path, cb) -> None:
     if s is not None:
         result.update(panels={p.name: p.path for p in s.panels}, frames=s.frames,
                       notes={p.name: getattr(p, "note", "") for p in s.panels}, status=s.status().line())
+    model = cb.probes.model
+    if any(hasattr(p, "full_tensor") for p in model.parameters()):  # sharded: the whole parameters' norms
+        result["full_norms"] = {n: float(torch.linalg.vector_norm(p.full_tensor().float()))
+                                for n, p in model.named_parameters()}  # (every rank: a collective)
     job = cb.probes.job
     result["job"] = None if job is None else {"world": job.world, "gathering": job.gathering,
                                               "probes": sorted(job.probes)}
     (out / f"rank{rank}.json").write_text(json.dumps(result))
 
 
-def hf(out: Path) -> None:
+def hf(out: Path, strategy: str = "ddp") -> None:
     import transformers
 
     from caliper_vk.integrations.hf import CaliperCallback
@@ -59,7 +63,8 @@ def hf(out: Path) -> None:
     args = transformers.TrainingArguments(
         output_dir=str(out / "hf"), max_steps=STEPS, per_device_train_batch_size=4, logging_steps=1,
         save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0,
-        learning_rate=1e-3, ddp_backend="gloo")
+        learning_rate=1e-3, ddp_backend="gloo",
+        **({"fsdp": "full_shard", "fsdp_config": {"use_orig_params": True}} if strategy == "fsdp" else {}))
     transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[Report(), cb]).train()
 
 
@@ -84,6 +89,16 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
             x, y = batch
             return torch.nn.functional.cross_entropy(self(x).flatten(0, 1), y.flatten())
 
+        def configure_model(self):  # ModelParallelStrategy: FSDP2 over the data-parallel ranks
+            if strategy != "modelparallel":
+                return
+            from torch.distributed.fsdp import fully_shard
+
+            mesh = self.device_mesh["data_parallel"]
+            for m in (self.embed, self.attn, self.mlp):
+                fully_shard(m, mesh=mesh)
+            fully_shard(self, mesh=mesh)
+
         def configure_optimizers(self):
             return torch.optim.Adam(self.parameters(), lr=0.01)
 
@@ -97,13 +112,19 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
     torch.manual_seed(0)
     cb = CaliperCallback(outputs=["mlp.1"], attention=["attn"], embeddings="embed", run_dir=out / "run",
                          window=False, budget=None, frames_every=2, record_every=3)
+    if strategy == "modelparallel":  # FSDP2 (fully_shard in configure_model), on a CPU too
+        from pytorch_lightning.strategies import ModelParallelStrategy
+
+        chosen = ModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=1)
+    else:
+        chosen = strategy
     trainer = pl.Trainer(callbacks=[Report(), cb], max_steps=STEPS, accelerator="cpu", devices=2,
-                         strategy=strategy, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         strategy=chosen, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(Tiny(), data)
 
 
 if __name__ == "__main__":
-    framework, _, strategy = sys.argv[1].partition(":")  # "lightning:fsdp": a sharded model
+    framework, _, strategy = sys.argv[1].partition(":")  # "lightning:fsdp", "hf:fsdp": a sharded model
     run = {"hf": hf, "lightning": lightning}[framework]
     run(Path(sys.argv[2]), *([strategy] if strategy else []))

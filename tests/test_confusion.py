@@ -81,6 +81,17 @@ def test_live_counts_rewrite_the_cells_text():
         assert np.array_equal(frame, s.canvas.reference())
 
 
+def test_counts_colour_over_zero_to_the_largest_finite_count_resolved_in_the_frame(artifacts):
+    """(0, 1) grown to the finite counts on the device: specials and empty matrices keep (0, 1)."""
+    for m, want in ((np.zeros((3, 3)), (0.0, 1.0)), (np.array([[0.5, np.inf], [np.nan, 0.25]]), (0.0, 1.0)),
+                    (np.array([[3.0, np.inf], [np.nan, 250.0]]), (0.0, 250.0))):
+        view = Confusion(m.astype(np.float32), counts_in_cells=False)
+        assert view.range == want  # the twin's, before a frame
+        assert_view_matches_twin(view, 80, 80, artifacts)
+        assert view.range == want  # the frame's, read back with its counters
+        assert view.stats["below"] == view.stats["above"] == 0
+
+
 def test_not_square_is_refused():
     with pytest.raises(ValueError, match="expected a square"):
         Confusion(np.zeros((3, 4)))

@@ -26,7 +26,6 @@ from caliper_vk import exporters
 from caliper_vk.engine import Buffer, Recorder
 from caliper_vk.engine.external import ExportableBuffer, import_external_memory
 from caliper_vk.exporters import cuda, cuda_driver
-from caliper_vk.views import PointCloud
 from checked_cuda import (
     ArgumentError,
     CheckedDriver,
@@ -37,7 +36,7 @@ from checked_cuda import (
 )
 from cuda.bindings import driver as real
 from handles import CAN_COUNT, NO_COUNT, open_handles
-from images import assert_same_image
+from images import assert_panel_matches_twin, assert_same_image
 
 pytestmark = pytest.mark.trimmed  # in the hardware scripts' trimmed suite (pyproject.toml)
 
@@ -242,7 +241,7 @@ def test_empty_cuda_is_zero_copy_and_renders_like_its_twin(drv, dtype, artifacts
         assert panel.path == "zero-copy" and panel.record.kind == "opaque-fd", panel.reason
         with panel.writing():
             t.copy_((torch.randn(24, 40, generator=torch.Generator().manual_seed(5)) * 50).to(dtype))
-        assert_same_image(s.render(), s.canvas.reference(), artifacts)
+        assert_panel_matches_twin(s.render(), panel, t, artifacts)  # the twin of a .cpu() copy
 
 
 def test_a_view_with_a_storage_offset_reads_its_own_elements(drv):
@@ -263,7 +262,7 @@ def test_vmm_memory_attaches_zero_copy(drv, monkeypatch, artifacts):
     with cv.Session(window=False, size=(96, 96)) as s:
         panel = s.attach(t, "pointcloud", name="emb")
         assert panel.path == "zero-copy", panel.reason
-        assert_same_image(s.render(), s.canvas.reference(), artifacts)
+        assert_panel_matches_twin(s.render(), panel, t, artifacts)
     assert "cuMemCreate" in drv.calls()
 
 
@@ -275,10 +274,7 @@ def test_other_cuda_tensors_are_mirrored_on_the_stream(drv, artifacts):
         assert "emb: on-device copy (" in s.status().line()
         with panel.writing():
             t.mul_(-1.0)
-        frame = s.render()
-        r = panel.view.rect  # the twin of the panel from a .cpu() copy taken after the frame
-        twin = PointCloud(t.cpu()).reference(r.width, r.height)
-        assert_same_image(frame[r.y:r.y + r.height, r.x:r.x + r.width], twin, artifacts)
+        assert_panel_matches_twin(s.render(), panel, t, artifacts)
 
 
 def test_a_tensor_on_another_gpu_is_refused_with_the_fix(fd_device, monkeypatch):

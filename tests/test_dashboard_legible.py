@@ -15,7 +15,8 @@ from caliper_vk.dashboard.style import PANEL_HEIGHT
 from caliper_vk.runs import EXAMPLES, example_paths
 
 TEXTS = ("text", "text_disabled", "text_colored", "text_wrapped")
-WHY = ("not recorded", "outside this run", "no frame yet")  # what a panel with nothing drawn says
+# what a panel with nothing drawn says (the last: epochs overlaid, the cursor before any run's start)
+WHY = ("not recorded", "outside this run", "no frame yet", "no epoch begun at the cursor")
 DRAWS = ("plot_line", "plot_shaded", "plot_scatter", "plot_stairs", "plot_image", "plot_inf_lines")
 
 
@@ -106,9 +107,12 @@ def _problems(dash, layout) -> list[str]:
                 out.append(f"{where}: {text!r} runs past its panel ({x1:.0f},{y1:.0f} > {wx1:.0f},{wy1:.0f})")
         elif where == "sidebar" and x1 > wx1 + 0.5:
             out.append(f"sidebar: {text!r} runs past it ({x1:.0f} > {wx1:.0f})")
+    if dash.folded and not any(where == "panels" and text.startswith("not recorded in the run")
+                               for where, text, *_ in layout.texts):
+        out.append(f"{len(dash.folded)} panels folded away and no line says so")
     for i, (panel, on) in enumerate(zip(dash.panels, dash.enabled, strict=True)):
         name = f"panel{i}"
-        if on and name not in layout.drew and name not in layout.said:
+        if on and name not in layout.drew and name not in layout.said and i not in dash.folded:
             out.append(f"{panel.title!r} ({panel.keys[:3]}) is blank and does not say why")
     return out
 
@@ -117,11 +121,12 @@ HEIGHT = 4000  # within every device profile's largest image (4096 under "minima
 ROW = PANEL_HEIGHT + 60 + 220  # a row of panels, with room for value tables
 
 
-@pytest.mark.parametrize("width", [1600, 1100])
-def test_every_bundled_run_with_every_panel_is_legible(width, monkeypatch):
+@pytest.mark.parametrize(("width", "epochs"), [(1600, False), (1100, False), (1100, True)])
+def test_every_bundled_run_with_every_panel_is_legible(width, epochs, monkeypatch):
+    """``epochs``: every scalar panel drawn epoch over epoch (``caliper view --epochs``)."""
     runs = app.open_runs(example_paths())
     layout = Layout(monkeypatch)
-    dash = app.Dashboard(runs, size=(width, HEIGHT), panels=["*"], shown=[next(iter(EXAMPLES))])
+    dash = app.Dashboard(runs, size=(width, HEIGHT), panels=["*"], shown=[next(iter(EXAMPLES))], epochs=epochs)
     # the panels a few rows at a time, so that every one is laid out (none scrolled away)
     chunk = 2 * ((HEIGHT - 100) // ROW)
     problems = []

@@ -195,7 +195,8 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
     run = load_run(tmp_path / "ep")
     assert epoch_bounds(run) == [10, 20, 30, 35]  # the fourth still running at the run's end
     segs = epoch_segments(run, "train/loss", 25, 6)  # up to the cursor's step
-    assert [k for k, _, _ in segs] == [1, 2, 3]
+    assert [k for k, *_ in segs] == [1, 2, 3]
+    assert [whole for *_, whole in segs] == [True, True, False]  # the third cut at the cursor
     assert segs[0][1].tolist() == list(range(1, 11)) and segs[2][1].tolist() == list(range(1, 6))
     assert segs[1][2][0] == 10.0 - 11 / 10.0  # epoch 2 starts at step 11, drawn at 1
     lines = []
@@ -203,21 +204,29 @@ def test_epochs_overlaid_on_one_within_epoch_axis_older_fainter(tmp_path, monkey
     monkeypatch.setattr(app.implot, "plot_line", lambda label, x, y, spec=None: (
         lines.append((label, np.array(x), spec.line_color.w if spec is not None else None)),
         real(label, x, y, spec))[1])
-    dash = app.Dashboard([run], size=(1000, 600), panels=["Epochs overlaid"], cursor=25, columns=1)
+    # the loss panel in its epochs mode (caliper view --epochs; each scalar panel has the toggle)
+    dash = app.Dashboard([run], size=(1000, 600), panels=["^loss$"], cursor=25, columns=1, epochs=True)
     try:
         dash.render()
+        drawn = {label: (x, a) for label, x, a in lines if " · epoch " in label}
+        assert list(drawn) == ["train/loss · epoch 3", "train/loss · epoch 2", "train/loss · epoch 1"]
+        alphas = [a for _, a in drawn.values()]
+        assert alphas[0] == 1.0 and alphas[0] > alphas[1] > alphas[2]  # older fainter
+        assert drawn["train/loss · epoch 3"][0].tolist() == [1, 2, 3, 4, 5]  # up to the cursor's step 25
+        lines.clear()
+        (i,) = [i for i, on in enumerate(dash.enabled) if on]
+        dash.overlay_epochs(i, False)  # back over progress: one trace of every step
+        dash.render()
+        labels = [label for label, *_ in lines]
+        assert "train/loss" in labels and not any(" · epoch " in label for label in labels)
     finally:
         dash.close()
-    drawn = {label: (x, a) for label, x, a in lines if label.startswith("epoch ")}
-    assert list(drawn) == ["epoch 3 · ep", "epoch 2 · ep", "epoch 1 · ep"]
-    alphas = [a for _, a in drawn.values()]
-    assert alphas[0] == 1.0 and alphas[0] > alphas[1] > alphas[2]  # older fainter
 
 
 def test_a_series_shade_keeps_its_runs_hue_however_many_series():
-    from caliper_vk.dashboard.style import PALETTE, _series_shade
+    from caliper_vk.dashboard.colours import RUN_COLOURS, _series_shade
 
-    for rgb in PALETTE:
+    for rgb in RUN_COLOURS:
         for j in range(64):
             shade = _series_shade(rgb, j)
             assert all(0.0 <= c <= 1.0 for c in shade)

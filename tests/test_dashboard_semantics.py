@@ -346,7 +346,7 @@ def test_a_narrow_plot_gets_a_few_round_compact_ticks():
     """The confusion panel's recall/precision plot is ~160 px wide: ImPlot's own ticks of a
     million-step axis ran into each other ("200000400000..."); it gets two or three round
     values with short labels, inside the data's range."""
-    from caliper_vk.dashboard.arrays import sparse_ticks
+    from caliper_vk.dashboard.ticks import sparse_ticks
 
     assert sparse_ticks(99, 999_999) == [(250_000.0, "250k"), (500_000.0, "500k"), (750_000.0, "750k")]
     assert sparse_ticks(0, 1000) == [(0.0, "0"), (500.0, "500"), (1000.0, "1k")]

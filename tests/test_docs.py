@@ -223,6 +223,14 @@ canvas.close()
 
 # Blocks run as a torch.distributed job of two processes (gloo); prelude, postlude as in SETUP.
 DISTRIBUTED = {
+    "docs/dashboard.md::sharded-models-fsdp": ("", """
+import os
+if os.environ["RANK"] == "0":
+    from caliper_vk.record import load_run
+    run = load_run("runs/sharded")
+    assert list(run.metrics["weight_norm/0.weight"].step) == [1, 2, 3, 4, 5]
+    assert len(run.metrics["update_ratio/global"]) == 5 and "weights/2.bias" in run.histograms
+"""),
     "docs/live.md::distributed-jobs-every-rank-in-one-window": ("""
 import torch
 import torch.distributed as dist

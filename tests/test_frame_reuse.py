@@ -7,6 +7,7 @@ import torch
 
 import caliper_vk
 from caliper_vk.live import Session
+from caliper_vk.live import history_copy
 from caliper_vk.live.history_copy import RingCopies
 from caliper_vk.views import PointCloud
 from images import assert_same_image
@@ -95,15 +96,19 @@ def _keep_and_read_back(s, panels, tensors, steps, rng):
 
 
 def test_recorded_ring_copies_and_per_frame_copies_keep_the_same_bytes(monkeypatch):
-    """Aligned inputs go through the ring copies recorded once per chunk; an imported input at
+    """Aligned inputs go through the word copies recorded once per chunk; an imported input at
     an odd byte offset (a uint8 view one byte into its storage) falls back to vkCmdCopyBuffer
-    per frame, as does every input when the ring copies are refused. Each keeps exactly the
-    bytes drawn, frame after frame, across chunk changes."""
+    per frame, as does every input when the word copies are refused; chunks that hold few frames
+    (here one each) take transfers recorded per chunk and place, odd offsets included. Each
+    keeps exactly the bytes drawn, frame after frame, across chunk changes."""
     rng = np.random.default_rng(5)
-    for case in ("aligned", "odd", "refused"):
+    for case in ("aligned", "odd", "refused", "transfers", "transfers odd"):
         pts = caliper_vk.empty((301, 3))
-        heat = torch.zeros(1 + 35, dtype=torch.uint8)[1:].view(5, 7) if case == "odd" else \
+        heat = torch.zeros(1 + 35, dtype=torch.uint8)[1:].view(5, 7) if "odd" in case else \
             torch.zeros(5, 7, dtype=torch.uint8)
+        transfers = case.startswith("transfers")
+        # the word copies, unless the chunks' few places take transfers (the default here)
+        monkeypatch.setattr(history_copy, "TRANSFER_PLACES", 16 if transfers else 0)
         if case == "refused":
             monkeypatch.setattr(RingCopies, "usable", staticmethod(lambda *a: False))
         with Session(window=False, size=SIZE, budget=None, history=40_000) as s:
@@ -111,7 +116,24 @@ def test_recorded_ring_copies_and_per_frame_copies_keep_the_same_bytes(monkeypat
             _keep_and_read_back(s, panels, [pts, heat], range(1, 4), rng)  # 3 frames: chunks 0, 1, 2
             ring = s.history._copies[2]
             # an odd offset can only stay odd where the tensor is imported (not staged)
-            per_frame = case == "refused" or (case == "odd" and panels[1].path == "zero-copy")
+            per_frame = not transfers and (
+                case == "refused" or (case == "odd" and panels[1].path == "zero-copy"))
             assert (ring is None) == per_frame, case
             if not per_frame:
                 assert isinstance(ring, RingCopies) and len(ring._chunks) == 3
+                assert ring.transfers == transfers, case
+
+def test_transfers_recorded_per_place_keep_every_frame_of_a_chunk():
+    """A chunk that holds three frames: one transfer command buffer per place, recorded at its
+    first use and submitted again when the ring comes round; every kept frame reads back as
+    written."""
+    rng = np.random.default_rng(6)
+    pts = caliper_vk.empty((301, 3))
+    heat = torch.zeros(5, 7, dtype=torch.uint8)
+    frame_bytes = 3616 + 48  # each input on a 16-byte boundary
+    with Session(window=False, size=SIZE, budget=None, history=16 * 3 * frame_bytes) as s:
+        panels = [s.attach(pts, "pointcloud", name="cloud"), s.attach(heat, "heatmap", name="u8")]
+        _keep_and_read_back(s, panels, [pts, heat], range(1, 8), rng)  # chunks 0, 0, 0, 1, 1, 1, 2
+        ring = s.history._copies[2]
+        assert ring.transfers and s.history.chunk_size == 3 * frame_bytes
+        assert sorted(len(held[1]) for held in ring._chunks.values()) == [1, 3, 3]

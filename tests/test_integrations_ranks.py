@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from caliper_vk.record import load_run
@@ -56,6 +57,24 @@ def test_hf_trainer_under_torchrun_records_one_run_and_draws_every_rank(tmp_path
            "embedding/transformer.wte": (64, 3)})
 
 
+def test_hf_trainer_with_fsdp_under_torchrun_records_the_whole_gradient_norm(tmp_path):
+    """A sharded model on a CPU: the Hugging Face ``Trainer`` with FSDP1 (``fsdp="full_shard"``,
+    ``use_orig_params``). ``watch`` runs on both ranks and its global gradient norm is the whole
+    model's: the ``Trainer``'s own (FSDP's ``clip_grad_norm_``), clipped at its ``max_grad_norm``
+    of 1 (the ``Trainer`` logs the norm before clipping, ``watch`` the one the optimizer received)."""
+    pytest.importorskip("transformers", reason="transformers is in requirements-dev.txt")
+    done = torchrun(tmp_path, "hf:fsdp")
+    assert done.returncode == 0, done.stderr[-4000:]
+    check(tmp_path, {"attention/layer0", "attention/layer1", "transformer.h.1.mlp", "transformer.wte"},
+          {"attention/attention/layer1": (4, 16, 16), "outputs/transformer.h.1.mlp": (16, 32),
+           "embedding/transformer.wte": (64, 3)})
+    run = load_run(tmp_path / "run")
+    ours, theirs = run.metrics["grad_norm/global"], run.metrics["train/grad_norm"]
+    assert list(ours.step) == list(theirs.step) == [1, 2, 3, 4, 5, 6]
+    assert ours.value == pytest.approx(np.minimum(theirs.value, 1.0), rel=1e-4)
+    assert "grad_norm/transformer.h.0.attn.c_attn.weight" in run.metrics  # the original names
+
+
 def test_lightning_ddp_under_torchrun_records_one_run_and_draws_every_rank(tmp_path):
     pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is in requirements-dev.txt")
     done = torchrun(tmp_path, "lightning")
@@ -79,3 +98,27 @@ def test_lightning_fsdp_under_torchrun_or_the_reason_it_cannot_run_here(tmp_path
     assert done.returncode == 0, done.stderr[-4000:]
     check(tmp_path, {"attn", "embed", "mlp.1"},
           {"attention/attn": (2, 12, 12), "outputs/mlp.1": (12, 32), "embedding/embed": (20, 3)})
+
+
+def test_lightning_fully_shard_under_torchrun_records_the_whole_parameters_norms(tmp_path):
+    """A sharded model on a CPU: Lightning's ModelParallelStrategy with FSDP2's ``fully_shard`` in
+    ``configure_model``. ``watch`` runs on both ranks (rank 1 records nothing) and the recorded
+    weight norms are the whole parameters' (the shards' squares summed across ranks), equal to the
+    norms of the gathered parameters at the end."""
+    pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is in requirements-dev.txt")
+    strategies = pytest.importorskip("pytorch_lightning.strategies")
+    if not hasattr(strategies, "ModelParallelStrategy"):
+        pytest.skip("this Lightning has no ModelParallelStrategy (2.4 and later)")
+    done = torchrun(tmp_path, "lightning:modelparallel")
+    assert done.returncode == 0, done.stderr[-4000:]
+    check(tmp_path, {"attn", "embed", "mlp.1"},
+          {"attention/attn": (2, 12, 12), "outputs/mlp.1": (12, 32), "embedding/embed": (20, 3)})
+    full = json.loads((tmp_path / "rank0.json").read_text())["full_norms"]
+    run = load_run(tmp_path / "run")
+    assert len(full) == 9
+    for name, norm in full.items():
+        series = run.metrics[f"weight_norm/{name}"]
+        assert series.step[-1] == 6
+        assert series.value[-1] == pytest.approx(norm, rel=1e-5)
+    assert len(run.metrics["grad_norm/attn.in_proj_weight"]) >= 5
+    assert [f.step for f in run.histograms["weights/embed.weight"]] == [0]

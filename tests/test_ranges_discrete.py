@@ -1,6 +1,6 @@
-"""On the emulated discrete device (caliper_vk.exporters.discrete), every ranged view draws data
-written after attach byte for byte as its twin made from a ``.cpu()`` copy taken after
-``flush()``: tensors attached at zeros, then filled with values whose range moves and changes
+"""On the emulated discrete device (caliper_vk.exporters.discrete), every ranged view (the confusion
+view too) draws data written after attach byte for byte as its twin made from a ``.cpu()`` copy
+taken after ``flush()``: tensors attached at zeros, then filled with values whose range moves and changes
 sign each step. Where the device imports the tensor in place, a step and its frame make no
 device-to-host transfer: the ranges, the smoothing and the titles come from the device."""
 
@@ -10,7 +10,7 @@ import torch
 
 import caliper_vk as cv
 from caliper_vk.exporters import discrete
-from caliper_vk.views import Curve, Heatmap, Histogram, Images, TextGrid
+from caliper_vk.views import Confusion, Curve, Heatmap, Histogram, Images, TextGrid
 from images import assert_same_image
 
 CASES = {  # name: (shape, view, options, twin class)
@@ -24,6 +24,8 @@ CASES = {  # name: (shape, view, options, twin class)
     "images-per-tile": ((6, 5, 7), "images", {}, Images),
     "images-shared-symmetric": ((6, 5, 7), "images", {"normalize": "shared", "value_range": "symmetric"},
                                 Images),
+    # (0, 1) grown to the values on the device; the cells' text is the host's (see confusion.py)
+    "confusion-counts": ((6, 6), "confusion", {"counts_in_cells": False}, Confusion),
 }
 
 
@@ -67,3 +69,57 @@ def test_discrete_view_written_after_attach_matches_twin(name, device, artifacts
             if kind != "images" or panel.view.shared:
                 lo, hi, _ = twin.reference_range(last=None if kind != "curve" else max(r.height - 1, 1))
                 assert panel.view.range == (float(lo), float(hi))  # the title's range is the frame's
+
+
+def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_largest(device, artifacts):
+    """int32 counts read in place, attached at zero: the colour range is (0, max(1, largest count))
+    of the counts each frame read, as the twin from a ``.cpu()`` copy after ``flush()`` has it.
+    Read in place, the cells carry no text (the host sees only the attach-time copy); staged
+    (a device without host import), the text is the frame's counts."""
+    t = discrete.empty((5, 5), torch.int32)
+    rng = np.random.default_rng(25)
+    importable = device.info.has("VK_EXT_external_memory_host")
+    with cv.Session(window=False, size=(320, 280), budget=None) as s:
+        panel = s.attach(t, "confusion", name="val")
+        r = panel.view.rect
+        assert panel.view.layout(r.width, r.height)["fit"] >= 3  # cells big enough for counts
+        s.step(0)
+        s.flush()
+        assert panel.view.range == (0.0, 1.0)  # all zero: the range's floor
+        for step, top in ((1, 9), (2, 700), (3, 40)):
+            with panel.writing():
+                t.copy_(torch.from_numpy(rng.integers(0, top, (5, 5), dtype=np.int32)))
+            with discrete.transfers() as moved:
+                s.step(step)
+                frame = s.flush()
+            assert moved.to_host == (0 if importable else 1)
+            copy = t.cpu().numpy()
+            twin = Confusion(copy, counts_in_cells=not importable)
+            assert panel.view.tokens == twin.tokens  # no stale numbers: none, or this frame's
+            r = panel.view.rect
+            assert_same_image(region(frame, panel), twin.reference(r.width, r.height),
+                              artifacts / f"confusion-{step}")
+            assert panel.view.range == (0.0, float(max(copy.max(), 1)))
+
+
+def test_discrete_confusion_rewound_step_shows_its_own_range(artifacts):
+    """Rewind redraws a kept step of in-place counts over the range remade from its kept bytes."""
+    t = discrete.empty((4, 4), torch.int32)
+    rng = np.random.default_rng(7)
+    with cv.Session(window=False, size=(200, 160), history="1MB", budget=None) as s:
+        panel = s.attach(t, "confusion", name="val")
+        frames, ranges = {}, {}
+        for step, top in ((1, 5), (2, 900), (3, 60)):
+            with panel.writing():
+                t.copy_(torch.from_numpy(rng.integers(0, top, (4, 4), dtype=np.int32)))
+            assert s.step(step)
+            frames[step] = s.flush().copy()
+            ranges[step] = panel.view.range
+        assert len(set(ranges.values())) == 3
+        r = panel.view.rect
+        for k in (2, 1, 3):
+            s.rewind(k)
+            again = s.render()
+            assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
+                              frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"cm-{k}")
+            assert panel.view.range == ranges[k]

@@ -66,3 +66,34 @@ def test_close_waits_for_what_is_on_its_way_and_the_queue_is_bounded(tmp_path, m
     rec.log(train_loss=torch.tensor(7.0), step=100)
     rec.close()  # waits for the last one
     assert len(load_run(tmp_path / "r").metrics["train/loss"]) == stage.MAX_IN_FLIGHT + 2
+
+
+class _Work:
+    """A collective (``all_reduce(async_op=True)``) still writing a CPU tensor until the test says so."""
+
+    def __init__(self):
+        self.done, self.waited = False, 0
+
+    def is_completed(self):
+        return self.done
+
+    def wait(self):
+        self.waited += 1
+        self.done = True
+        return True
+
+
+def test_a_cpu_value_still_written_by_a_collective_waits_for_it(tmp_path):
+    rec = Recorder(tmp_path / "r")
+    vector, work, got = torch.zeros(2), _Work(), []
+    rec.stage(vector, lambda v: got.append(v.tolist()), works=(work,))
+    rec.log({"x": 1.0}, step=1)  # behind it, in order
+    rec.poll()
+    assert got == [] and work.waited == 0  # not read while the reduction may still write it
+    vector += 3.0  # (the reduction's result)
+    work.done = True
+    rec.poll()
+    assert got == [[3.0, 3.0]]
+    rec.stage(torch.ones(1), got.append, works=(_Work(),))
+    rec.close()  # close waits for the work
+    assert len(got) == 2 and list(load_run(tmp_path / "r").metrics["x"].value) == [1.0]

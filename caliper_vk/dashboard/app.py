@@ -25,21 +25,22 @@ from .arrays import ArrayPanels
 from .marks import MarkedPanels
 from .reuse import ReusedPanels
 from .epochs import EpochOverlays
+from .folded import FoldedPanels
 from .scalars import ScalarPanels
 from .sidebar import FOLD_RUNS, Sidebar  # noqa: F401 (FOLD_RUNS: app.FOLD_RUNS, as before)
 from .table import ValueTables
-from .style import PALETTE, PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text
+from .style import PANEL_HEIGHT, SIDEBAR, _col, _implot_color, dim, fitted_text, run_colour
 
 
 class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTables, EpochOverlays,
-                Sidebar):
+                FoldedPanels, Sidebar):
     """The dashboard over ``runs`` in a window (``window=``) or offscreen (``size=``)."""
 
     def __init__(self, runs: list[Run], size=(1600, 1000), window=None, axis: str = "step",
                  cursor: float | None = None, panels: list[str] | None = None, smoothing: float = 0.0,
                  columns: int = 2, history: int = 6, hist_mode: str = "overlay", log_y: bool = False,
                  shown: list[str] | None = None, reveal: bool = False, pinned: list[str] | None = None,
-                 tables: bool = False):
+                 tables: bool = False, epochs: bool = False):
         if not runs:
             raise ValueError("the dashboard needs at least one run")
         unknown = sorted(set(shown or ()) - {r.name for r in runs})
@@ -54,7 +55,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             raise ValueError(f"smoothing is an EMA weight in [0, 1), got {smoothing}")
         # every loaded run keeps its colour; the sidebar shows, hides and filters them
         self.all_runs = list(runs)
-        self._colours = {r.name: PALETTE[k % len(PALETTE)] for k, r in enumerate(self.all_runs)}
+        self._colours = {r.name: run_colour(k) for k, r in enumerate(self.all_runs)}  # never repeated
         # reveal: each run drawn as it stood at the cursor (see model.revealed); settings hidden
         # until the reader has named a symptom
         self.reveal = bool(reveal)
@@ -65,6 +66,8 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self.run_filter = ""
         self._limits: dict = {}
         self._cache: dict = {}
+        self._edges: dict = {}  # (x column, view, columns) -> each pixel column's first sample (model.py)
+        self._series_count = sum(len(r.metrics) for r in self.all_runs)  # (bounds the caches)
         self._set_shown()
         self.ui = ImGuiRenderer(size=size, window=window)
         # The main window covers the display: the overlay clears to its background colour and imgui
@@ -78,6 +81,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         r, g, b, _ = self.ui.overlay.clear
         self._background = 0xFF000000 | b << 16 | g << 8 | r  # as an ImU32 (ABGR)
         self._plots: list = []
+        self.folded: list[int] = []  # the panels shown folded into one "not recorded" line (folded.py)
         self.axis = axis
         self.smoothing = float(smoothing)
         self.columns = max(1, int(columns))
@@ -113,7 +117,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             for i in hits:
                 self.pin_panel(i)
         self.panel_filter = ""  # the sidebar's filter box: a regular expression over the panels shown
-        self.epoch_keys: dict = {}  # "Epochs overlaid" panel index -> the series chosen in it (epochs.py)
+        # scalar panels drawn epoch over epoch (epochs.py; each has a toggle where it has a per-step
+        # series and the runs have epochs): with ``epochs``, every one
+        self.epochs_overlaid = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if epochs else set()
         # scalar panels showing the value table under the chart (table.py; each has a toggle)
         self.tables = {i for i, p in enumerate(self.panels) if p.kind == "scalar"} if tables else set()
         if cursor is None and self.reveal:  # reveal starts at the first evaluation
@@ -132,6 +138,9 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         self._clip = None  # the robust y range of the panel being drawn, when one clips
         self._legend_rows: dict = {}  # panel index -> rows its legend took (the plot leaves room)
         self._laid_out = False  # the first frame() lays out once before it draws
+        self._layout_pass = False  # True while it does
+        self._wide = None  # the scalar panel being drawn has many traces (one band each): its extent
+        self._log_axis = False  # ... and its y axis is logarithmic
         self._cursor_at = None  # the cursor line of the scalar plot being drawn (see _draw_cursor)
         self._cursor_axis = None  # its x axis's transform, when checked (see reuse.py)
         self._inputs = None  # what the scalar panel being drawn is drawn from (see reuse.py)
@@ -150,7 +159,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         if not self._laid_out:
             self._laid_out = True
             self.ui.new_frame([])
-            self._build()
+            self._layout_pass = True  # (long traces reduced coarsely: this frame is not drawn)
+            try:
+                self._build()
+            finally:
+                self._layout_pass = False
             self.ui.discard_frame()
         events = self.ui.new_frame(events)
         self._build()
@@ -173,6 +186,7 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
         imgui.same_line()
         imgui.begin_child("panels", imgui.ImVec2(0, 0))
         shown = self._panels_shown()
+        shown = self._fold_unrecorded(shown)  # one line for the panels no run shown has (folded.py)
         width = (imgui.get_content_region_avail().x - (self.columns - 1) * 8) / self.columns
         for n, (i, panel) in enumerate(shown):  # i: the panel's index in self.panels (its state's key)
             if n % self.columns:
@@ -336,8 +350,6 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             self._array_panel(panel, index)
         elif panel.kind == "confusion":
             self._confusion_panel(panel, index)
-        elif panel.kind == "epochs":
-            self._epoch_panel(panel, index)
 
     def _cursor_line(self, index: int, deferred: bool = False) -> None:
         """The cursor in the current plot: dragged, or set by a click. ``deferred``: ImPlot only
@@ -430,8 +442,7 @@ def matches(pattern: str, panel: model.Panel) -> bool:
         rx = re.compile(pattern, re.IGNORECASE)
     except re.error:
         rx = re.compile(re.escape(pattern), re.IGNORECASE)
-    # (the epoch overlay's key is only the series it opens on: it is matched by its title)
-    return bool(rx.search(panel.title)) or (panel.kind != "epochs" and any(rx.search(k) for k in panel.keys))
+    return bool(rx.search(panel.title)) or any(rx.search(k) for k in panel.keys)
 
 
 def open_runs(paths) -> list[Run]:

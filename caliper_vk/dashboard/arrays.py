@@ -12,7 +12,8 @@ from imgui_bundle import imgui, implot
 
 from ..record import Run
 from . import model
-from .style import ARRAY_PX, PALETTE, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, dim, fitted_text
+from .style import ARRAY_PX, PANEL_HEIGHT, TRACE_PX, TRACE_W, _col, _spec, dim, fitted_text, run_colour
+from .ticks import sparse_ticks
 
 
 class ArrayPanels:
@@ -139,12 +140,14 @@ class ArrayPanels:
         fitted_text(panel.title + ("   (vertical offset is a display choice, not extra counts)"
                                    if self.hist_mode == "offset" else ""))
         stacks = {}  # id(run) -> the frames drawn, oldest first (overlay and offset)
+        shown = {}  # run name -> the step of the frame drawn at the cursor
         joined = len(self.runs) > 2
         for run in self.runs:
             frames = run.histograms.get(key, [])
             f, text = model.frame_reading(run, frames, self.axis, self.cursor)
             lines = [f"{run.name}: {text}"]
             if f is not None:
+                shown[run.name] = f.step
                 step = run.to_step(self.axis, self.cursor)
                 stack = model.histogram_stack(frames, step, self.history) if step is not None else []
                 stacks[id(run)] = stack
@@ -156,8 +159,9 @@ class ArrayPanels:
             fitted_text(lines[0] if not joined else "; ".join(lines), _col(self._rgb(run)))
             if len(lines) > 1 and not joined:
                 fitted_text(lines[1])
-        if self.hist_mode == "time":
+        if self.hist_mode == "time":  # over progress: the events are lines at their steps there
             return self._histogram_time(panel, index)
+        self._event_note(shown)  # frames at the cursor: the events so far named (marks.py)
         live = [(k, run) for k, run in enumerate(self.runs) if stacks.get(id(run))]
         grids = {id(run): model.histogram_grid(stacks[id(run)]) for _, run in live}
         rule = next((r for _, r in grids.values() if r), None)
@@ -252,6 +256,9 @@ class ArrayPanels:
         having = self._runs_with("arrays", key)
         if not having:
             return
+        frames = {run.name: f.step for _, run in having
+                  if (f := model.frame_reading(run, run.arrays[key], self.axis, self.cursor)[0]) is not None}
+        self._event_note(frames)  # the events so far, and whether each frame predates them (marks.py)
         spacing = imgui.get_style().item_spacing.x
         line = imgui.get_text_line_height_with_spacing()
         col_w = (imgui.get_content_region_avail().x - spacing * (len(having) - 1)) / len(having)
@@ -400,6 +407,7 @@ class ArrayPanels:
             imgui.push_style_color(imgui.Col_.text, imgui.get_style_color_vec4(imgui.Col_.text_disabled))
             imgui.text_wrapped("; ".join(f"{why}: {', '.join(names)}" for why, names in missing.items()))
             imgui.pop_style_color()
+        self._event_note({run.name: f.step for _, run, f, _ in framed})  # (marks.py)
         # the matrices share 60% of the row (the recall/precision plot keeps the rest); each as
         # wide as three-digit counts need, when there is room (the view writes them when they fit)
         avail = imgui.get_content_region_avail().x  # the plot keeps at least 200 px of it
@@ -461,7 +469,7 @@ class ArrayPanels:
         for run, x, recall, precision, names in shown:
             recall, precision = np.ascontiguousarray(recall.T), np.ascontiguousarray(precision.T)
             for c, name in enumerate(names):
-                rgb = PALETTE[c % len(PALETTE)]
+                rgb = run_colour(c)
                 suffix = "" if len(self.runs) == 1 else f" · {run.name}"
                 implot.plot_line(f"recall {name}{suffix}", x, recall[c], _spec(rgb, weight=1.2))
                 implot.plot_line(f"precision {name}{suffix}", x, precision[c], _spec(rgb, 0.5, 1.0))
@@ -470,30 +478,3 @@ class ArrayPanels:
         self._end_plot()
         at, self._cursor_at, self._cursor_axis = self._cursor_at, None, None
         return at
-
-
-def sparse_ticks(lo: float, hi: float, most: int = 3) -> list[tuple[float, str]]:
-    """Two to ``most`` round values in ``[lo, hi]`` (steps of 1, 2, 2.5 or 5 times a power of ten;
-    one when no step gives two) with compact labels ("250k", "1M", "0.5"): for plots too narrow
-    for ImPlot's own ticks, whose full numbers run into each other."""
-    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
-        return []
-    e = int(np.floor(np.log10(hi - lo)))
-    single = None
-    for step in sorted(m * 10.0 ** k for k in range(e - 1, e + 2) for m in (1, 2, 2.5, 5)):
-        first = np.ceil(lo / step) * step
-        values = [float(first + k * step) for k in range(int(np.floor((hi - first) / step)) + 1)]
-        if 2 <= len(values) <= most:
-            return [(v, _compact(v)) for v in values]
-        if len(values) == 1 and single is None:
-            single = values
-    return [(v, _compact(v)) for v in single or []]
-
-
-def _compact(v: float) -> str:
-    """``v`` in at most a few characters: 250000 -> "250k", 1e6 -> "1M" (as written when shorter)."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            short = f"{v / scale:g}{suffix}"
-            return short if len(short) <= 5 else f"{v:g}"
-    return f"{v:g}"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..record import Run
+from ..record import Run, pyramid
 from ..record.mapped import item, search
 from .scales import (OUTLIER_SPANS, ROBUST_SAMPLE, all_finite, flat_limits, log_limits, measured_extremes,  # noqa: F401
                      robust_limits, spans_decades, zero_based)
@@ -86,8 +86,6 @@ def default_panels(runs: list[Run]) -> list[Panel]:
     rest = [k for k in keys if k not in used and not k.startswith(_SKIP)]
     for k in rest:
         panels.append(Panel(k, "scalar", [k], "", {"group": "other"}))
-    if keys:  # a per-step scalar's epochs over one within-epoch axis (epochs.py; any series can be chosen)
-        panels.append(Panel("Epochs overlaid", "epochs", ["train/loss" if "train/loss" in keys else keys[0]]))
     for name in sorted({k for r in runs for k in r.histograms}):
         panels.append(Panel(f"Histogram {name}", "histogram", [name]))
     for name in sorted({k for r in runs for k in r.arrays}):
@@ -193,7 +191,9 @@ def revealed(run: Run, step: float) -> Run:
     metrics = {}
     for k, s in run.metrics.items():
         i = int(np.searchsorted(s.step, upto, side="right"))
-        metrics[k] = Series(s.name, s.step[:i], s.value[:i], s.placeholder[:i], s.unit, s.description, s.goal)
+        v = s.value[:i]  # (its pyramid stands for the prefix: any envelope inside it is the run's)
+        metrics[k] = Series(s.name, s.step[:i], v, s.placeholder[:i], s.unit, s.description, s.goal,
+                            pyramid.prefix(s, i, v))
 
     def frames(section: dict) -> dict:
         return {k: [f for f in v if f.step <= upto] for k, v in section.items()}
@@ -299,6 +299,29 @@ def reduce_columns(x: np.ndarray, y: np.ndarray, x0: float, x1: float, columns: 
         hi[full] = np.where(np.isfinite(maxs), maxs, np.nan)
     centers = (edges[:-1] + edges[1:]) / 2
     return centers, lo, hi
+
+
+def envelope_columns(x: np.ndarray, s, x0: float, x1: float, columns: int, edges_memo: dict | None = None):
+    """What :func:`reduce_columns` gives for series ``s`` over its x column ``x`` (the same
+    centers, the same per-column min and max of its finite measured samples, bit for bit), read
+    from the series' min/max pyramid (record/pyramid.py): a few hundred values per column set
+    instead of every sample in [x0, x1], and in a run file nothing mapped. ``edges_memo``: where
+    the column edges' sample indices are kept (series logged together share their x column)."""
+    from ..record import pyramid
+
+    edges = x0 + np.arange(columns + 1) * ((x1 - x0) / columns)
+    key = (id(x), len(x), x0, x1, columns)
+    idx = None if edges_memo is None else edges_memo.get(key)
+    if idx is None or idx[0] is not x:
+        keys = _int_keys(edges[:-1], "left") if x.dtype.kind in "iu" else edges[:-1]
+        at = [search(x, k, "left") for k in keys.tolist()] + [search_x(x, x1, "right")]
+        idx = (x, np.maximum.accumulate(np.array(at, np.int64)))
+        if edges_memo is not None:
+            if len(edges_memo) > 256:
+                edges_memo.clear()
+            edges_memo[key] = idx
+    lo, hi = pyramid.envelope(s.value, pyramid.of_series(s), idx[1], pyramid.placeholder_index(s))
+    return (edges[:-1] + edges[1:]) / 2, lo, hi
 
 
 @dataclass

@@ -52,6 +52,7 @@ class ReusedPanels:
             for run in self.runs)
         ds, ov = io.display_size, self.ui.overlay
         return (id(panel), data, self.axis, self.smoothing, index in self.log_y, index in self.tables,
+                index in self.epochs_overlaid,
                 self._limits.get(index),
                 self._legend_rows.get(index, 1), (p.x, p.y, s.x, s.y), (ds.x, ds.y), (ov.width, ov.height))
 

@@ -11,10 +11,16 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from ..record import Run
+from ..record import pyramid
 from ..record.mapped import item
 from . import model
+from .scales import panel_series
 from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_shade, _spec, best_so_far_rgb,
                     dim, fit_text, fitted_text, series_rgb)
+
+
+LAYOUT_COLUMNS = 16  # pixel columns of a long trace in the dashboard's undrawn layout pass
+WIDE_TRACES = 16  # a panel of more traces than this draws each long one as a single band
 
 
 class ScalarPanels:
@@ -28,9 +34,12 @@ class ScalarPanels:
         if not any(len(run.metrics.get(k) or ()) for run in self.runs for k in panel.keys):
             return self._not_recorded_panel(panel, index)
         units = {s.unit for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) and s.unit}
+        epochable = bool(self._overlayable(panel))  # a per-step series, in runs with epochs (epochs.py)
+        by_epoch = epochable and index in self.epochs_overlaid
+        toggles = ("log y", "table", "epochs") if epochable else ("log y", "table")
         style = imgui.get_style()  # the title cut to leave the toggles their room on the line
         toggle = sum(imgui.calc_text_size(t).x + imgui.get_frame_height() + style.item_inner_spacing.x
-                     + style.item_spacing.x for t in ("log y", "table"))
+                     + style.item_spacing.x for t in toggles)
         fitted_text(panel.title + (f"  [{', '.join(sorted(units))}]" if units else ""), reserve=toggle)
         imgui.same_line()
         changed, log = imgui.checkbox(f"log y##log{index}", index in self.log_y)
@@ -40,9 +49,16 @@ class ScalarPanels:
         changed, table = imgui.checkbox(f"table##table{index}", index in self.tables)
         if changed:
             (self.tables.add if table else self.tables.discard)(index)
+        if epochable:  # its epochs over one within-epoch axis, older fainter (epochs.py)
+            imgui.same_line()
+            changed, on = imgui.checkbox(f"epochs##epochs{index}", by_epoch)
+            if imgui.is_item_hovered():
+                imgui.set_tooltip("lay the epochs over each other, steps into the epoch across, older fainter")
+            if changed:
+                self.overlay_epochs(index, on)
         self._definitions(panel)
         span = None
-        if index not in self._limits:  # a new plot, or a new x axis: show every sample
+        if index not in self._limits and not by_epoch:  # a new plot, or a new x axis: show every sample
             span = self._x_span(panel)
             if span is None:
                 implot.set_next_axis_to_fit(implot.ImAxis_.x1)
@@ -51,6 +67,8 @@ class ScalarPanels:
         notes = [panel.note] if panel.note else []
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
+        if by_epoch:
+            notes += self._epoch_notes(panel)
         # the plot takes what the title, the definitions and the notes below it leave
         rows = self._legend_rows.get(index, 1)  # as many as the legend took last frame
         height = max(80.0, imgui.get_content_region_avail().y
@@ -58,7 +76,10 @@ class ScalarPanels:
                      - (self._table_height(panel) if index in self.tables else 0.0))
         self._items = {}
         self._tags: list[float] = []  # pixel columns of this plot's x-axis tags (never overlapped)
-        if self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
+        if by_epoch:  # epoch over epoch: no cursor line on this axis (the newest epoch ends at it)
+            self._epoch_plot(panel, index, height)
+            self._legend_rows[index] = self._draw_legend()
+        elif self._begin_plot(f"##plot{index}", imgui.ImVec2(-1, height), implot.Flags_.no_legend):
             linear = index not in self.log_y
             if linear:  # an auto-fitted y axis leaves a margin: a series at its extreme (one step of a
                 # learning-rate schedule) is drawn inside the plot, not under its frame. Not on a log
@@ -94,6 +115,13 @@ class ScalarPanels:
                     implot.setup_axis_limits(implot.ImAxis_.x2, lim[0] / spe, lim[1] / spe, imgui.Cond_.always)
             plot_w = max(50, int(imgui.get_content_region_avail().x))
             lim = self._view(index, fitting=index not in self._limits and span is None)
+            # a panel of many long traces (a thousand per-parameter norms) draws each as one band:
+            # three items a trace made millions of vertices (hundreds of MB of draw lists)
+            wide = sum(1 for run in self.runs for k in panel.keys if k in run.metrics) > WIDE_TRACES
+            # (its pixel in data units from the panel's extremes: the same every frame, where the
+            # limits ImPlot fitted last frame would move the fit of the next)
+            self._wide = self._cached("extent", panel, _extent) if wide else None
+            self._log_axis = not linear
             for run in self.runs:
                 rgb = self._rgb(run)
                 for j, key in enumerate(panel.keys):
@@ -228,8 +256,8 @@ class ScalarPanels:
         key = ("ymax", panel.title, tuple(panel.keys))
         hit = self._cache.get(key)
         if hit is None:
-            tops = [float(np.nanmax(v)) for run in self.runs for k in panel.keys
-                    if (s := run.metrics.get(k)) is not None and len(v := s.value[np.isfinite(s.value)])]
+            tops = [top for run in self.runs for k in panel.keys if (s := run.metrics.get(k)) is not None
+                    and (top := _finite_max(s)) is not None]
             hit = self._cache[key] = max(tops) if tops else 0.0
         return hit
 
@@ -276,32 +304,58 @@ class ScalarPanels:
             if ok is None:
                 finite_x = x.dtype.kind in "iu" or np.isfinite(x).all()  # (integers are)
                 ok = self._cache[okkey] = True if finite_x else np.isfinite(x)
+            ph_idx = pyramid.placeholder_index(s)  # (None for most: no full-length mask is built)
             if ok is not True:
                 x, y, ph = x[ok], y[ok], ph[ok]
+                ph_idx = np.flatnonzero(ph) if ph_idx is not None else None
             # no NaN/Inf sample when the column's extremes are finite (known from the scale
             # decisions): no full-length mask to build
             finite = ok is True and model.all_finite(s)
             bad = np.zeros(0, np.intp) if finite else np.flatnonzero(~np.isfinite(y))
+            ph_idx = np.zeros(0, np.intp) if ph_idx is None else ph_idx
+            # "whole": the samples are the series' own, so its min/max pyramid (record/pyramid.py)
+            # draws its pixel columns; else (an axis that leaves samples out) they are scanned
             hit = self._cache[key] = {
-                "x": x, "y": y, "measured": np.where(ph, np.nan, y) if ph.any() else y,
-                "ph_x": x[ph].astype(np.float64), "ph_y": y[ph], "bad_x": x[bad].astype(np.float64),
+                "x": x, "y": y, "ph": ph_idx, "series": s if ok is True else None,
+                "ph_x": x[ph_idx].astype(np.float64), "ph_y": y[ph_idx], "bad_x": x[bad].astype(np.float64),
                 "ends": _ends(x) if len(x) else None}
         return hit
+
+    @staticmethod
+    def _measured(t: dict, i0: int = 0, i1: int | None = None) -> np.ndarray:
+        """The samples ``i0:i1`` of a series as drawn: its values with the placeholders as gaps
+        (a copy only where a placeholder lies in the range)."""
+        i1 = len(t["y"]) if i1 is None else i1
+        y, ph = t["y"][i0:i1], t["ph"]
+        inside = ph[(ph >= i0) & (ph < i1)] if len(ph) else ph
+        if not len(inside):
+            return y
+        y = y.copy()
+        y[inside - i0] = np.nan
+        return y
 
     def _smoothed(self, run, s, series: dict) -> np.ndarray:
         key = ("smooth", id(run), s.name, self.axis, self.smoothing)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = model.smooth(series["measured"], self.smoothing)
+            hit = self._cache[key] = model.smooth(self._measured(series), self.smoothing)
         return hit
 
-    def _columns(self, run, name, tag, x, y, x0, x1, plot_w):
+    def _columns(self, run, name, tag, t, y, x0, x1, plot_w):
+        """Per-pixel-column min and max of ``y`` (the smoothed trace), or with ``y=None`` of the
+        series' measured samples: from its pyramid when the samples are the series' own."""
         key = ("cols", tag, id(run), name, self.axis, x0, x1, plot_w)
         hit = self._cache.get(key)
         if hit is None:
-            if len(self._cache) > 512:
-                self._cache.clear()
-            hit = self._cache[key] = model.reduce_columns(x, y, x0, x1, plot_w)
+            if len(self._cache) > 512 + 4 * self._series_count:  # pixel columns of zooms gone by
+                for k in [k for k in self._cache if k[0] == "cols"]:
+                    del self._cache[k]
+            if y is None and t["series"] is not None:
+                hit = model.envelope_columns(t["x"], t["series"], x0, x1, plot_w, self._edges)
+            else:
+                hit = model.reduce_columns(t["x"], self._measured(t) if y is None else y, x0, x1, plot_w)
+            if not self._layout_pass:  # (that pass's few wide columns are not drawn: not kept)
+                self._cache[key] = hit
         return hit
 
     def _trace(self, label, run, s, rgb, plot_w, lim) -> None:
@@ -320,17 +374,24 @@ class ScalarPanels:
         raw_a = RAW_UNDER_EMA if self.smoothing > 0 else 1.0  # the smoothed line has the colour
         # the samples themselves, when drawn: as floats, as ImPlot takes them with y
         xs = None if reduce else x[i0:i1].astype(np.float64, copy=False)
-        if reduce:  # a million-step trace: per-column min..max, so no spike vanishes
-            c, lo, hi = self._columns(run, s.name, "raw", x, t["measured"], x0, x1, plot_w)
-            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
-            implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
-            implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))
+        ys = None if reduce else self._measured(t, i0, i1)
+        if reduce:  # a million-step trace: per-column min..max of every sample, so no spike vanishes
+            # (the undrawn layout pass takes a few wide columns: the same extremes, so the same y
+            # fit and legend, for a fraction of the reads; its plot may be a few pixels wider)
+            c, lo, hi = self._columns(run, s.name, "raw", t, None, x0, x1,
+                                      LAYOUT_COLUMNS if self._layout_pass else plot_w)
+            if self._wide:  # many traces: one band each, at least a pixel tall (no outlines)
+                blo, bhi = _pixel_tall(lo, hi, self._log_axis, self._wide)
+                implot.plot_shaded(label, c, blo, bhi, _spec(rgb, fill=0.85 * raw_a))
+            else:
+                implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.55 * raw_a))
+                implot.plot_line(label, c, hi, _spec(rgb, alpha=raw_a, weight=1.0))
+                implot.plot_line(label, c, lo, _spec(rgb, alpha=raw_a, weight=1.0))
         else:  # a placeholder is not part of the measured trace
-            implot.plot_line(label, xs, t["measured"][i0:i1],
+            implot.plot_line(label, xs, ys,
                              _spec(rgb, alpha=raw_a, marker=implot.Marker_.circle if len(x) <= 25 else None))
         if self._clip is not None:  # a long trace: one mark per pixel column, not per sample
-            self._clipped(c, hi, lo, rgb) if reduce else self._clipped(
-                xs, t["measured"][i0:i1], t["measured"][i0:i1], rgb)
+            self._clipped(c, hi, lo, rgb) if reduce else self._clipped(xs, ys, ys, rgb)
         if len(t["ph_x"]):
             grey = MARKS["placeholder"]
             implot.plot_scatter(self._item("placeholder (not a measurement)", grey), t["ph_x"], t["ph_y"],
@@ -342,7 +403,7 @@ class ScalarPanels:
             sm = self._smoothed(run, s, t)
             spec = _spec(rgb, weight=2.5)  # the series' own colour: never another run's or series
             if reduce:  # a smoothed line is thinner than a column: its midpoint
-                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), x, sm, x0, x1, plot_w)
+                c, lo, hi = self._columns(run, s.name, ("smooth", self.smoothing), t, sm, x0, x1, plot_w)
                 implot.plot_line(f"{label} smoothed", c, (lo + hi) / 2, spec)
             else:
                 implot.plot_line(f"{label} smoothed", xs, sm[i0:i1], spec)
@@ -382,3 +443,37 @@ class ScalarPanels:
 def _ends(x: np.ndarray) -> tuple[float, float]:
     """The first and last x of a column, as floats (a run file's step column: read, not mapped)."""
     return float(item(x, 0)), float(item(x, -1))
+
+
+def _finite_max(s) -> float | None:
+    """The largest finite value of a series (placeholders too), from its pyramid when it has no
+    placeholders (the pyramid leaves them out)."""
+    if pyramid.placeholder_index(s) is None:
+        return model.measured_extremes(s)[1]
+    v = s.value[np.isfinite(s.value)]
+    return float(v.max()) if len(v) else None
+
+
+def _extent(runs, panel) -> tuple[float, float] | None:
+    """The least and the greatest finite measured value of a panel's series (None: none)."""
+    ends = [e for s in panel_series(runs, panel) if (e := model.measured_extremes(s))[0] is not None]
+    return (min(e[0] for e in ends), max(e[1] for e in ends)) if ends else None
+
+
+def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool, extent) -> tuple[np.ndarray, np.ndarray]:
+    """A band from ``lo`` to ``hi`` per column widened, where it is less than a pixel tall, to one
+    pixel around its middle (on a log axis, in decades), so that a flat stretch stays visible
+    without an outline; it still covers every sample's value. A pixel is the panel's ``extent``
+    (its values' range) over the plot's height. Call inside the plot."""
+    size = implot.get_plot_size()
+    y0, y1 = extent
+    if not size.y > 0 or not y1 > y0:
+        return lo, hi
+    if log and y0 > 0:
+        half = 0.5 * (np.log10(y1) - np.log10(y0)) / size.y
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mid = np.sqrt(lo * hi)
+            return np.fmin(lo, mid * 10.0 ** -half), np.fmax(hi, mid * 10.0 ** half)
+    half = 0.5 * (y1 - y0) / size.y
+    mid = (lo + hi) * 0.5
+    return np.fmin(lo, mid - half), np.fmax(hi, mid + half)

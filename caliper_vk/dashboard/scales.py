@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..record.mapped import release_pages
+from ..record import pyramid
+from ..record.mapped import read_range, release_pages
 
 if TYPE_CHECKING:
     from ..record import Run
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 18  # values per chunk of a long scan (2 MB of float64)
 ROBUST_SAMPLE = 32_768  # values per series the robust scale is estimated from
+SAMPLE_RUNS = 64  # runs of consecutive values that sample is read in (at most)
+SAMPLE_TOTAL = 262_144  # values a panel's robust scale is estimated from at most (all its series)
 OUTLIER_SPANS = 2.0  # how far beyond the 2nd-98th percentile range (in its spans) an outlier lies
 
 
@@ -58,8 +61,11 @@ def measured_extremes(s) -> tuple[float | None, float | None]:
     memo = s.__dict__.get("_extremes")
     if memo is not None and memo[0] is s.value and memo[1] is s.placeholder:
         return memo[2]
-    v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-    out = _finite_extremes(v)
+    if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH:  # from its pyramid
+        out = pyramid.extremes_of(s)
+    else:
+        v = s.value[~s.placeholder] if s.placeholder.any() else s.value
+        out = _finite_extremes(v)
     s.__dict__["_extremes"] = (s.value, s.placeholder, out)
     return out
 
@@ -69,8 +75,14 @@ def all_finite(s) -> bool:
     extremes (computed once per value array: a NaN or an infinity makes them non-finite)."""
     memo = s.__dict__.get("_raw_extremes")
     if memo is None or memo[0] is not s.value:
-        lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
-        memo = s.__dict__["_raw_extremes"] = (s.value, math.isfinite(lo) and math.isfinite(hi))
+        known = pyramid.of_series(s).nonfinite if s.pyramid is not None or len(s.value) >= pyramid.MIN_LENGTH \
+            else None  # the pyramid counts them (not a revealed prefix's, unless the run had none)
+        if known is not None:
+            ok = known == 0
+        else:
+            lo, hi = _finite_extremes(s.value, raw=True) if len(s.value) else (0.0, 0.0)
+            ok = math.isfinite(lo) and math.isfinite(hi)
+        memo = s.__dict__["_raw_extremes"] = (s.value, ok)
     return memo[1]
 
 
@@ -140,10 +152,18 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     too few values to call any an outlier. Clipped values are still read by the cursor and
     are marked at the plot's edge (see the app)."""
     vals = []
-    for s in panel_series(runs, panel):
-        v = s.value[~s.placeholder] if s.placeholder.any() else s.value
-        if len(v) > ROBUST_SAMPLE:  # the percentiles of an even sample: a scale, not a statistic
-            v = v[:: -(-len(v) // ROBUST_SAMPLE)]
+    series = list(panel_series(runs, panel))
+    # the percentiles of an even sample: a scale, not a statistic (ROBUST_SAMPLE values a series, in
+    # all at most SAMPLE_TOTAL: a panel of a thousand per-parameter norms is not read whole)
+    each = max(min(ROBUST_SAMPLE, SAMPLE_TOTAL // max(len(series), 1)), SAMPLE_RUNS * 16)
+    for s in series:
+        if len(s.value) > each:
+            v = _sample(s, each)
+        else:
+            v = read_range(s.value, 0, len(s.value))  # (from a run file: read, not mapped)
+            ph = pyramid.placeholder_index(s)
+            if ph is not None:
+                v = np.delete(v, ph)
         vals.append(v[np.isfinite(v)])
     v = np.concatenate(vals) if vals else np.zeros(0)
     if len(v) < 20:
@@ -168,12 +188,29 @@ def robust_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     return (lo, hi) if (vmin < lo or vmax > hi) else None
 
 
+def _sample(s, count: int) -> np.ndarray:
+    """About ``count`` measured values of a long series, evenly spread: up to SAMPLE_RUNS runs of
+    consecutive samples, read with ``pread`` from a run file (a strided read of a mapped column
+    would map all of it: a folio per touch, record/mapped.py)."""
+    n = len(s.value)
+    runs = min(max(count // 512, 1), SAMPLE_RUNS)  # (a small sample: a few reads, not 64 tiny ones)
+    run = -(-count // runs)
+    starts = np.linspace(0, n - run, runs).astype(np.int64)
+    v = np.concatenate([read_range(s.value, a, a + run) for a in starts.tolist()])
+    ph = pyramid.placeholder_index(s)
+    if ph is not None:
+        keep = ~np.isin(starts[:, None] + np.arange(run), ph).ravel()
+        v = v[keep]
+    return v
+
+
 def flat_limits(runs: list[Run], panel: Panel) -> tuple[float, float] | None:
     """Y limits for a panel whose every finite value is one number (a constant learning rate):
     ±10% around it, so 0.003 does not sit on an axis from -0.5 to 0.5 that reads as zero."""
     seen = set()
     for s in panel_series(runs, panel):
-        a, b = _finite_extremes(s.value)
+        a, b = (measured_extremes(s) if pyramid.placeholder_index(s) is None
+                else _finite_extremes(s.value))  # (every value: placeholders too)
         if a is not None:
             seen.update((a, b))
             if len(seen) > 1:

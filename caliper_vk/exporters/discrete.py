@@ -33,7 +33,7 @@ panel that reads several tensors (GPU interop serves single-input panels), stage
 it would a CUDA tensor, copying it to the host every frame, and each copy is counted.
 
 ``tests/checked_cuda.py``'s CUDA stand-in goes through the real CUDA exporter against a checked
-driver; it can build on :class:`DeviceTensor` for the same host-view semantics.
+driver; it is a :class:`DeviceTensor` too, with the same host-view semantics.
 
 Turning it on
 -------------

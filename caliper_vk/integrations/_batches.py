@@ -78,8 +78,11 @@ def _empty(a):
 
 
 def _sharded(model) -> bool:
-    """Whether ``model``'s parameters are sharded across ranks (DTensor, FSDP's flat parameters)."""
-    return any(type(p).__name__ in ("DTensor", "FlatParameter") for p in model.parameters())
+    """Whether ``model``'s parameters are sharded across ranks (DTensor, FSDP1's flat parameters, or
+    any FSDP1 unit: with ``use_orig_params`` its parameters are plain tensors holding a shard)."""
+    if any(type(p).__name__ in ("DTensor", "FlatParameter") for p in model.parameters()):
+        return True
+    return any(type(m).__name__ == "FullyShardedDataParallel" for m in model.modules())
 
 
 def _to(example, device):

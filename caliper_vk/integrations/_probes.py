@@ -109,9 +109,11 @@ class Probes:
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------
-    def start(self, model, optimizer) -> None:
+    def start(self, model, optimizer, wrapped=None) -> None:
         """Training starts: the session (rendering rank), the recorder (with ``run_dir``, the
-        rendering rank), the job's gather (every rank of a job)."""
+        rendering rank), ``watch`` (the rendering rank; every rank when the model is sharded), the
+        job's gather (every rank of a job). ``wrapped``: the framework's wrapper around ``model``
+        (an FSDP1 root), whose sharding ``watch`` must know."""
         if self._started:
             return
         import caliper_vk as cv
@@ -140,14 +142,13 @@ class Probes:
             self.session = None  # a session given on every rank: only the rendering rank's draws
         if self.run_dir is not None and rendering:
             self.rec = cv.Recorder(self.run_dir, config=self.config or {}, overwrite=self.overwrite)
+        # watch on the rendering rank; on every rank of a sharded model (its norms are sums of every
+        # rank's shards: a collective each step, in which the other ranks take part with recorder=None)
+        if self.run_dir is not None and (rendering or (in_job() and _sharded(wrapped or model))):
             opt = getattr(optimizer, "optimizer", optimizer)  # accelerate / Lightning wrappers
-            if in_job() and _sharded(model):
-                logger.warning(f"{self.name}: the model's parameters are sharded (DTensor / FSDP): watch's "
-                               "norms are not recorded (watch runs on the rendering rank alone, and a sharded "
-                               "norm is a collective of every rank); the trainer's metrics and the probes "
-                               "are recorded")
-            else:  # the hooks' time counts in the session's budget, and their own share follows it
-                self.watcher = cv.watch(model, opt, self.rec, **{"session": self.session, **self.watch_options})
+            # the hooks' time counts in the session's budget, and their own share follows it
+            self.watcher = cv.watch(wrapped or model, opt, self.rec,
+                                    **{"session": self.session, **self.watch_options})
         if in_job():
             self.job = Job(session=self.session, recorder=self.rec)
         self._started = True

@@ -151,7 +151,9 @@ class CaliperCallback(Callback):
         if config is None:
             self.probes.config = {k: v for k, v in dict(getattr(pl_module, "hparams", {}) or {}).items()
                                   if isinstance(v, (int, float, str, bool))}
-        self.probes.start(pl_module, trainer.optimizers[0])
+        wrapped = trainer.model  # FSDP1 wraps the module from outside: watch must see that root
+        fsdp1 = type(wrapped).__name__ == "FullyShardedDataParallel"
+        self.probes.start(pl_module, trainer.optimizers[0], wrapped=wrapped if fsdp1 else None)
         self._last_step = trainer.global_step
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):

@@ -47,6 +47,7 @@ import numpy as np
 from .. import chrome
 from ..engine import Buffer
 from ..engine.commands import Recorder
+from . import history_copy
 from .history_copy import Layout, RingCopies, layout_key, make_layout
 from .memory import megabytes
 from .panels import Panel
@@ -227,8 +228,11 @@ class History:
             plan = [(s.imported, s.imported.offset, k.nbytes, k.offset)
                     for k, s in zip(layout.inputs, layout.sources, strict=True) if s.imported is not None]
             plan += [(buf, 0, k.nbytes, k.offset) for (k, _), buf in zip(layout.staged, staged, strict=True)]
-            ring = RingCopies(self.device, plan) if RingCopies.usable(self.device, plan, self.chunk_size) \
-                else None
+            if self.chunk_size // layout.total <= history_copy.TRANSFER_PLACES:  # few, large frames
+                ring = RingCopies(self.device, plan, transfers=True)
+            else:
+                ring = RingCopies(self.device, plan) if RingCopies.usable(self.device, plan, self.chunk_size) \
+                    else None
             copies = self._copies = (layout, staged, ring, plan)
         if copies[2] is not None:
             return copies[2].commands(chunk, dst, base)

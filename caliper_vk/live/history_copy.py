@@ -15,6 +15,18 @@ its buffer offset is a multiple of 4 and its last word lies inside its buffer
 input), and every buffer fits one storage descriptor; otherwise
 :meth:`RingCopies.usable` says so and the history records ``vkCmdCopyBuffer``s
 per frame as before.
+
+Large frames take transfers instead, recorded once per place. A compute copy
+costs the device far more than a transfer of the same bytes where the device is
+a CPU (lavapipe runs a word copy as gathered loads and scattered stores, lane by
+lane: 12 MB of a 1M-point cloud took longer than the cloud's own splat, where a
+``vkCmdCopyBuffer`` is one ``memcpy``); on a GPU both are cheap. A chunk holds
+``chunk_size // frame bytes`` frames at fixed places (0, total, 2 total, ...), so
+when it holds at most :data:`TRANSFER_PLACES` of them (frames of 1/256 of the
+budget or more) :class:`RingCopies` records a ``vkCmdCopyBuffer`` command buffer
+per chunk and place at its first use (at most 16 x TRANSFER_PLACES) and re-submits
+it, with no host write per frame: the host does no work that grows with the data,
+and the device copies at memory speed.
 """
 
 from __future__ import annotations
@@ -30,6 +42,8 @@ ALIGN = 16  # each kept input starts on a 16-byte boundary of its frame
 _BINDINGS = ("buffer",) * 4
 _LOCAL = 256
 _MAX_GROUPS = 65535
+# A chunk that holds at most this many frames copies them by transfers recorded per place.
+TRANSFER_PLACES = 16
 
 
 @dataclass(frozen=True)
@@ -102,7 +116,8 @@ def _groups(words: int) -> tuple[int, int]:
 
 class RingCopies:
     """The copies of one layout (``[(source buffer, byte offset, nbytes, offset in the frame)]``),
-    recorded per ring chunk. States: live → closed.
+    recorded per ring chunk (word copies) or per chunk and place (``transfers``). States:
+    live → closed.
 
     Parameters
     ----------
@@ -111,19 +126,27 @@ class RingCopies:
     copies : list of (Buffer, int, int, int)
         Each kept input: the buffer the view reads (the imported tensor, or the view's staging
         buffer), its byte offset there, its bytes, and its byte offset from the frame's start.
+    transfers : bool
+        Record ``vkCmdCopyBuffer``s per chunk and place (any offsets; for chunks that hold few
+        frames, see the module docstring) instead of one word-copy dispatch per chunk.
     """
 
-    def __init__(self, device, copies):
+    def __init__(self, device, copies, transfers: bool = False):
         self.device = device
         self.copies = list(copies)
-        self._base = Buffer(device, 16)  # the frame's first word in its chunk
-        self._base_word = self._base.view(np.uint32, 1)
+        self.transfers = bool(transfers)
+        self._base = self._base_word = None  # word copies: the frame's first word in its chunk
         self._args = []
-        for _, offset, nbytes, at in self.copies:
-            args = Buffer(device, 16)
-            args.write(np.array([offset // 4, at // 4, -(-nbytes // 4), 0], np.uint32))
-            self._args.append(args)
-        self._chunks: dict[int, tuple] = {}  # chunk index -> (its buffer, Recorder, sets)
+        if not self.transfers:
+            self._base = Buffer(device, 16)
+            self._base_word = self._base.view(np.uint32, 1)
+            for _, offset, nbytes, at in self.copies:
+                args = Buffer(device, 16)
+                args.write(np.array([offset // 4, at // 4, -(-nbytes // 4), 0], np.uint32))
+                self._args.append(args)
+        # chunk index -> (its buffer, {place: Recorder}, sets); the word copies' one Recorder
+        # is at place None
+        self._chunks: dict[int, tuple] = {}
 
     @staticmethod
     def usable(device, copies, chunk_size: int) -> bool:
@@ -138,30 +161,41 @@ class RingCopies:
 
     def commands(self, chunk: int, dst: Buffer, base: int):
         """The command buffer that copies this frame's inputs to byte ``base`` of chunk ``dst``
-        (recorded at the chunk's first use); call only when no earlier frame is in flight."""
-        self._base_word[0] = base // 4
+        (recorded at the chunk's, or the place's, first use); call only when no earlier frame is
+        in flight."""
         held = self._chunks.get(chunk)
         if held is None or held[0] is not dst:
             if held is not None:
                 self._drop(held)
-            held = self._chunks[chunk] = (dst, *self._record(dst))
-        return held[1].handle
+            held = self._chunks[chunk] = (dst, {}, [])
+        place = base if self.transfers else None
+        rec = held[1].get(place)
+        if rec is None:
+            rec = held[1][place] = self._record(dst, base, held[2])
+        if not self.transfers:
+            self._base_word[0] = base // 4
+        return rec.handle
 
-    def _record(self, dst: Buffer) -> tuple:
-        pipeline = _pipeline(self.device)
-        sets = [pipeline.bind([self._base, args, buf, dst])
-                for (buf, _, _, _), args in zip(self.copies, self._args, strict=True)]
+    def _record(self, dst: Buffer, base: int, sets: list) -> Recorder:
         rec = Recorder(self.device)
         rec.begin()
-        for s, (_, _, nbytes, _) in zip(sets, self.copies, strict=True):
-            rec.dispatch(s, *_groups(-(-nbytes // 4)))
+        if self.transfers:
+            for src, offset, nbytes, at in self.copies:
+                rec.copy_buffer(src, dst, nbytes, offset, base + at)
+        else:
+            pipeline = _pipeline(self.device)
+            for (buf, _, nbytes, _), args in zip(self.copies, self._args, strict=True):
+                s = pipeline.bind([self._base, args, buf, dst])
+                sets.append(s)
+                rec.dispatch(s, *_groups(-(-nbytes // 4)))
         rec.end()
-        return rec, sets
+        return rec
 
     @staticmethod
     def _drop(held: tuple) -> None:
-        _, rec, sets = held
-        rec.close()  # freed once the frames that ran it are done (deferred release)
+        _, recs, sets = held
+        for rec in recs.values():
+            rec.close()  # freed once the frames that ran it are done (deferred release)
         for s in sets:
             s.close()
 
@@ -170,5 +204,6 @@ class RingCopies:
             self._drop(held)
         self._chunks.clear()
         for b in (self._base, *self._args):
-            b.close()
+            if b is not None:
+                b.close()
         self._args = []

@@ -46,7 +46,10 @@ from . import input as window_input
 from .protocol import book_reads
 from .status import refresh_chrome, update_titles
 
-MAX_STRUCTS = 64  # submit structs kept per plan: per history chunk (and swapchain image and semaphore)
+# Submit structs kept per plan: one per history command buffer (a chunk's, or with transfers a
+# chunk's place: up to 16 x history_copy.TRANSFER_PLACES), and swapchain image and semaphore. Past
+# this the cache starts over, and a ring that cycles through more keys would build one every frame.
+MAX_STRUCTS = 1024
 
 
 def acquire_image(session) -> bool:

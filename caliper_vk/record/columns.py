@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import pyramid
+
 SPOOL_NAME = ".columns.spool"
 CHUNK = 4096  # values a column keeps in memory before appending them to the spool (32 kB)
 
@@ -160,6 +162,12 @@ class ColumnSpool:
         self.size += len(data)
         return at
 
+    def _spooled(self, a: np.ndarray, sidecar) -> dict:
+        """``a`` (float64) appended to the spool and added to ``sidecar`` as a piece of it: a
+        pyramid's levels wait in the file, not in memory, until the sidecar is written."""
+        at = self.put(array.array("d", np.ascontiguousarray(a, np.float64).ravel().tobytes()))
+        return sidecar.add_pieces(np.float64, a.size, [(self.fd, at, a.size * 8)], shape=a.shape)
+
     def get(self, offset: int, count: int, dtype) -> np.ndarray:
         data = os.pread(self.fd, count * 8, offset)
         return np.frombuffer(data, np.dtype(dtype).newbyteorder("<")).astype(dtype)
@@ -276,13 +284,18 @@ class ColumnSpool:
                     refs[key] = sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n))
                 step_ref = dict(refs[key])
                 value_ref = sidecar.add_pieces(s.values.dtype, s.n, s.values.pieces())
+                pyr = _pyramid(s, st) if s.n >= pyramid.MIN_LENGTH else None
             else:  # values logged for earlier steps: sorted as the log's reader sorts them
                 order = np.argsort(st.read(0, s.n), kind="stable")
-                step_ref = sidecar.add(st.read(0, s.n)[order])
-                value_ref = sidecar.add(s.values.read(0, s.n)[order])
+                steps, values = st.read(0, s.n)[order], s.values.read(0, s.n)[order]
+                step_ref, value_ref = sidecar.add(steps), sidecar.add(values)
+                pyr = pyramid.of_array(values, np.isin(steps, s.placeholders) if s.placeholders else None) \
+                    if s.n >= pyramid.MIN_LENGTH else None
             metrics[name] = {"unit": d.get("unit"), "description": d.get("description"), "goal": d.get("goal"),
                              "step": step_ref, "value": value_ref,
                              "placeholder_steps": sorted(set(s.placeholders))}
+            if pyr is not None:  # the dashboard draws a long series from it (record/pyramid.py)
+                metrics[name]["pyramid"] = pyramid.to_doc(pyr, lambda a: self._spooled(a, sidecar))
         doc["metrics"] = metrics
 
     def _progress(self, sidecar):
@@ -304,6 +317,19 @@ class ColumnSpool:
         return (sidecar.add(np.array(steps, np.int64)),
                 sidecar.add(np.array([table[s][0] for s in steps], np.float64)),
                 sidecar.add(np.array([table[s][1] for s in steps], np.float64)))
+
+
+def _pyramid(s: _Series, steps: _Column) -> pyramid.Pyramid:
+    """A series' min/max pyramid, read back from its spooled columns (values, and its ``steps``
+    where it has placeholders) a piece at a time."""
+    ph = np.array(sorted(set(s.placeholders)), np.int64)
+
+    def pieces():
+        for lo in range(0, s.n, pyramid.SCAN):
+            hi = min(lo + pyramid.SCAN, s.n)
+            yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
+
+    return pyramid.build(pieces(), s.n)
 
 
 def _merge(table: dict, step: int, epoch: float, time_: float) -> None:

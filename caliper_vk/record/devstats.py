@@ -37,6 +37,8 @@ import math
 
 import numpy as np
 
+from .shards import local
+
 CHUNK = 1 << 20  # elements: the largest temporary a statistic makes (4 MB of float32)
 
 
@@ -55,10 +57,11 @@ def on(t, device):
 
 def norms(tensors, device=None):
     """L2 norms of ``tensors`` as one float32 vector on ``device`` (default: the first tensor's),
-    from one ``torch._foreach_norm`` per (device, dtype) with float32 accumulation."""
+    from one ``torch._foreach_norm`` per (device, dtype) with float32 accumulation. A DTensor's
+    norm is its local shard's (:mod:`.shards` sums the shards' squares across ranks)."""
     import torch
 
-    tensors = [t.detach() for t in tensors]
+    tensors = [local(t).detach() for t in tensors]
     if not tensors:
         return None
     device = device or tensors[0].device
@@ -94,8 +97,8 @@ def _num(x):
 
 def _pieces(*tensors):
     """Flat views of equal-sized tensors, ``CHUNK`` elements at a time (no copies of contiguous
-    tensors)."""
-    flat = [t.detach().reshape(-1) for t in tensors]
+    tensors); of a DTensor, its local shard's (a DTensor's own reshape would be a collective)."""
+    flat = [local(t).detach().reshape(-1) for t in tensors]
     n = flat[0].numel()
     for lo in range(0, n, CHUNK):
         yield [f[lo:lo + CHUNK] for f in flat]
@@ -115,6 +118,8 @@ def _combination_norm(terms):
                 work.add_(x.to(torch.float32) * c)
         part = torch.linalg.vector_norm(work) ** 2
         acc = part if acc is None else acc + part
+    if acc is None:  # an empty tensor (a rank's empty shard)
+        return local(terms[0][1]).new_zeros((), dtype=torch.float32)
     return torch.sqrt(acc)
 
 
@@ -141,7 +146,7 @@ def _adam_norm(p, state, group, decoupled: bool):
             work.add_(w_.to(torch.float32), alpha=c)
         part = torch.linalg.vector_norm(work) ** 2
         acc = part if acc is None else acc + part
-    return torch.sqrt(acc) if acc is not None else p.new_zeros((), dtype=torch.float32)
+    return torch.sqrt(acc) if acc is not None else local(p).new_zeros((), dtype=torch.float32)  # (empty)
 
 
 def _sgd_norm(p, state, group):

@@ -74,6 +74,19 @@ def item(a: np.ndarray, i: int):
     return np.frombuffer(os.pread(fd, a.itemsize, at + i * a.strides[0]), a.dtype)[0]
 
 
+def read_range(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``a[lo:hi]`` of a 1-D array, read-only; in a sidecar, read with one ``pread`` into memory of
+    its own (nothing mapped), else a view."""
+    where = _in_file(a)
+    if where is None or a.strides[0] != a.itemsize:
+        out = a[lo:hi].view()
+        out.flags.writeable = False
+        return out
+    lo, hi = max(0, lo), min(len(a), hi)
+    fd, at, _ = where
+    return np.frombuffer(os.pread(fd, max(hi - lo, 0) * a.itemsize, at + lo * a.itemsize), a.dtype)
+
+
 def search(a: np.ndarray, key, side: str = "left") -> int:
     """``np.searchsorted(a, key, side)`` of a sorted 1-D array; in a sidecar, by reading a few
     values and then one block with ``pread`` (nothing mapped; the answer is kept, as the file

@@ -250,10 +250,11 @@ class Recorder:
         self._columns.add(record, at, length)
 
     # -- values on their way from the device ----------------------------------------
-    def stage(self, tensor, write) -> None:
+    def stage(self, tensor, write, works=()) -> None:
         """Copy ``tensor`` to host memory without waiting and call ``write(numpy array)`` when it
-        has arrived, in order with the other records (``watch`` sends its statistics this way)."""
-        self._stage.put(tensor, write)
+        has arrived, in order with the other records (``watch`` sends its statistics this way);
+        ``works``: collectives (``async_op``) that must complete before it is read."""
+        self._stage.put(tensor, write, works)
 
     def poll(self) -> None:
         """Write the records whose values have arrived from the device (never waits)."""
@@ -315,9 +316,7 @@ class Recorder:
         done: dict = {}
 
         def write(name, h):
-            self._write({"t": "hist", "step": step, "epoch": epoch, "name": name, "lo": h["lo"], "hi": h["hi"],
-                         "counts": encode_array(h["counts"]), "below": h["below"], "above": h["above"],
-                         "nan": h["nan"], "inf": h["inf"]})
+            self._histogram_record(name, h, step, epoch)
             done[name] = h
 
         tensors = {k: v for k, v in named.items() if hasattr(v, "detach")}
@@ -338,6 +337,17 @@ class Recorder:
 
             self._stage.put(vector, arrived)
         return done
+
+    def histogram_counted(self, name: str, h: dict, step: int | None = None,
+                          epoch: float | None = None) -> None:
+        """Record a histogram counted already: ``h`` as :func:`histogram_counts` returns it (``watch``
+        of a sharded model sums every rank's counts of its shards first)."""
+        self._histogram_record(name, h, *self._at(step, epoch))
+
+    def _histogram_record(self, name: str, h: dict, step: int, epoch) -> None:
+        self._write({"t": "hist", "step": step, "epoch": epoch, "name": name, "lo": h["lo"], "hi": h["hi"],
+                     "counts": encode_array(h["counts"]), "below": h["below"], "above": h["above"],
+                     "nan": h["nan"], "inf": h["inf"]})
 
     def probe(self, name: str, array, module: str | None = None, example: str | None = None,
               kind: str | None = None, step: int | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from .log import encode_array
-from .mapped import search
+from . import pyramid
+from .mapped import item, search
 
+_STEP = operator.attrgetter("step")
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0, np.float64)
 
@@ -42,6 +45,8 @@ class Series:
     unit: str | None = None
     description: str | None = None
     goal: str | None = None
+    # the min/max pyramid its run file stores (record/pyramid.py), or None: built when drawn
+    pyramid: object = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.step)
@@ -153,13 +158,13 @@ class Run:
     def step_range(self) -> tuple[int, int] | None:
         """The first and last step of any series or progress point; cached while the step
         columns stay the same objects of the same lengths (a cursor move asks it per readout)."""
-        columns = [*(s.step for s in self.metrics.values()), self.progress_step]
-        key = tuple((id(a), len(a)) for a in columns)
+        columns = [*map(_STEP, self.metrics.values()), self.progress_step]
+        key = (*map(id, columns), *map(len, columns))  # (C-level: a run of a thousand series)
         hit = self._tables.get("step_range")
-        if hit is not None and hit[0] == key and all(a is b for a, b in zip(hit[1], columns, strict=True)):
+        if hit is not None and hit[0] == key:  # (the cache holds the columns: an id is not reused)
             return hit[2]
-        steps = [a for a in columns if len(a)]
-        out = (int(min(a[0] for a in steps)), int(max(a[-1] for a in steps))) if steps else None
+        steps = {id(a): a for a in columns if len(a)}.values()  # each shared column once, read
+        out = (int(min(item(a, 0) for a in steps)), int(max(item(a, -1) for a in steps))) if steps else None
         self._tables["step_range"] = (key, columns, out)
         return out
 
@@ -285,16 +290,21 @@ class Run:
                 d["edges"] = encode_array(f.edges)
             return d
 
+        def metric(s: Series) -> dict:
+            d = {"unit": s.unit, "description": s.description, "goal": s.goal,
+                 "step": encode_array(s.step), "value": encode_array(s.value),
+                 "placeholder_steps": [int(x) for x in s.step[s.placeholder]]}
+            if schema not in ("caliper-run/1", "caliper-run/2") and len(s) >= pyramid.MIN_LENGTH:
+                d["pyramid"] = pyramid.to_doc(pyramid.of_series(s), encode_array)  # (drawn from it)
+            return d
+
         return {
             "schema": schema, "name": self.name, "config": self.config, "meta": self.meta,
             "status": self.status, "finite": self.finite, "ended": self.ended,
             "progress": {"step": encode_array(self.progress_step),
                          "epoch": None if self.progress_epoch is None else encode_array(self.progress_epoch),
                          "time": encode_array(self.progress_time)},
-            "metrics": {k: {"unit": s.unit, "description": s.description, "goal": s.goal,
-                            "step": encode_array(s.step), "value": encode_array(s.value),
-                            "placeholder_steps": [int(x) for x in s.step[s.placeholder]]}
-                        for k, s in self.metrics.items()},
+            "metrics": {k: metric(s) for k, s in self.metrics.items()},
             "histograms": histograms(),
             "arrays": frames(self.arrays, lambda f: {"step": f.step, "module": f.module, "example": f.example,
                                                       "kind": f.kind, "array": encode_array(f.array)}),

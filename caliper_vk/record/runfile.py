@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import pyramid
 from .mapped import map_file, release_pages
 from .log import Payload, RunFileError, decode_array, encode_array
 from .builder import _Builder, _same_steps, _text, run_from_log
@@ -88,14 +89,16 @@ class _SidecarWriter:
         self._seen[id(a)] = (a, dict(ref))
         return ref
 
-    def add_pieces(self, dtype, count: int, pieces: list) -> dict:
-        """A 1-D column of ``count`` values of ``dtype`` made of ``pieces``: bytes, or ``(fd,
-        offset, length)`` of a file to copy from when the sidecar is written (a spooled column)."""
+    def add_pieces(self, dtype, count: int, pieces: list, shape=None) -> dict:
+        """A 1-D column of ``count`` values of ``dtype`` (or an array of ``shape``, ``count``
+        values in all) made of ``pieces``: bytes, or ``(fd, offset, length)`` of a file to copy
+        from when the sidecar is written (a spooled column)."""
         pad = -self.size % SIDECAR_ALIGN
         if pad:
             self.chunks.append(b"\0" * pad)
             self.size += pad
-        ref = {"dtype": np.dtype(dtype).name, "shape": [int(count)], "at": self.size}
+        shape = [int(count)] if shape is None else [int(n) for n in shape]
+        ref = {"dtype": np.dtype(dtype).name, "shape": shape, "at": self.size}
         total = 0
         for piece in pieces:
             self.chunks.append(piece)
@@ -229,15 +232,36 @@ class _Refs:
 def _checked_steps(stored: np.ndarray, where: str, columns: list) -> tuple:
     """A metric's step column, checked (non-negative integers), sorted if it was not (with the
     order to apply to its values, else None), and shared with an equal column read before."""
-    if len(stored) and (stored.min() < 0 if stored.dtype.kind in "iub" else (
+    integers = stored.dtype.kind in "iub"
+    least, in_order = _scan_steps(stored) if integers else (None, None)
+    if len(stored) and (least < 0 if integers else (
             not np.all(np.isfinite(stored)) or stored.min() < 0 or not np.all(stored == np.floor(stored)))):
         raise RunFileError(f"{where}.step: steps must be non-negative integers")
     steps = stored.astype(np.int64, copy=False)
     order = None
-    if len(steps) > 1 and np.any(steps[1:] < steps[:-1]):  # recorded in order: nothing to do
+    if len(steps) > 1 and not (in_order if integers else _scan_steps(steps)[1]):  # (in order: nothing to do)
         order = np.argsort(steps, kind="stable")
         steps = steps[order]
     return _same_steps(steps, columns), order
+
+
+_CHECK = 1 << 20  # steps checked at a time (8 MB), their mapped pages handed back after each
+
+
+def _scan_steps(steps: np.ndarray) -> tuple:
+    """(the least step or None, whether the column never decreases) of an integer step column,
+    read a piece at a time, so that a mapped column of ten million steps is never resident whole
+    (nor a comparison of its size allocated)."""
+    least, in_order = None, True
+    for at in range(0, max(len(steps) - 1, 1), _CHECK):
+        part = steps[at:at + _CHECK + 1]
+        if len(part):
+            m = int(part.min())
+            least = m if least is None else min(least, m)
+            in_order = in_order and not np.any(part[1:] < part[:-1])
+        if len(steps) > _CHECK:
+            release_pages(part)
+    return least, in_order
 
 
 def _unmarked(n: int) -> np.ndarray:
@@ -332,6 +356,11 @@ def run_from_doc(doc, path: Path) -> Run:
             run.metrics[k] = Series(k, steps, values, np.isin(steps, ph) if ph else _unmarked(len(steps)),
                                     _text(m.get("unit"), f"{where}.unit"),
                                     _text(m.get("description"), f"{where}.description"), goal)
+            if m.get("pyramid") is not None and order is None:  # (else built again when drawn)
+                try:
+                    run.metrics[k].pyramid = pyramid.from_doc(m["pyramid"], values, f"{where}.pyramid")
+                except RunFileError as exc:
+                    run.problems.append(f"{exc}; it is built again from the values when drawn")
         except RunFileError as exc:
             run.problems.append(f"{exc}; metric {k!r} is missing")
     run.finite = doc["finite"] if isinstance(doc.get("finite"), bool) else finite

@@ -19,7 +19,9 @@ recorder calls it on ``close()``, ``export()`` and at the end of an epoch, not
 on a step.
 
 On the CPU a tensor is already in host memory: a batch is written at once,
-read through ``Tensor.numpy()`` (no ``.item()``, no copy). Other devices (MPS)
+read through ``Tensor.numpy()`` (no ``.item()``, no copy), unless a collective
+still writes it (``works``: the sum of sharded norms across ranks, :mod:`.shards`),
+which the batch waits for as for an event. Other devices (MPS)
 copy with ``non_blocking=True`` and are written on the next poll.
 """
 
@@ -33,15 +35,17 @@ MAX_IN_FLIGHT = 16
 
 
 class _Batch:
-    __slots__ = ("event", "host", "write")
+    __slots__ = ("event", "host", "works", "write")
 
-    def __init__(self, host, event, write):
-        self.host, self.event, self.write = host, event, write
+    def __init__(self, host, event, write, works=()):
+        self.host, self.event, self.write, self.works = host, event, write, tuple(works)
 
     def arrived(self) -> bool:
-        return self.event is None or self.event.query()
+        return all(w.is_completed() for w in self.works) and (self.event is None or self.event.query())
 
     def wait(self) -> None:
+        for w in self.works:
+            w.wait()
         if self.event is not None:
             self.event.synchronize()
 
@@ -71,18 +75,20 @@ class Staging:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put(self, tensor, write) -> None:
+    def put(self, tensor, write, works=()) -> None:
         """Copy ``tensor`` (any device) to host memory and call ``write(array)`` with its values
-        (a numpy array) once they have arrived; ``tensor=None``: call ``write(None)`` in turn."""
+        (a numpy array) once they have arrived; ``tensor=None``: call ``write(None)`` in turn.
+        ``works``: collectives still writing ``tensor`` (a gloo ``all_reduce`` started with
+        ``async_op``): its values have arrived when they have completed too."""
         if tensor is None:
             host, event = None, None
         else:
             host, event = _to_host(tensor)
-        if event is None and (self._writing or not self._queue):
+        if event is None and not works and (self._writing or not self._queue):
             # nothing ahead of it (or a writer logging as it writes: part of the batch in hand)
             write(None if host is None else np.asarray(host.numpy()))
             return
-        self._queue.append(_Batch(host, event, write))
+        self._queue.append(_Batch(host, event, write, works))
         if len(self._queue) > MAX_IN_FLIGHT:
             self._queue[0].wait()
         self.poll()

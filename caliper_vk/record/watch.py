@@ -10,9 +10,15 @@ Like ``wandb.watch``, it installs hooks and leaves the loop as it is:
   per-parameter and global weight norms, the update-to-weight ratio
   ``‖θ_k − θ_{k−1}‖ / max(‖θ_k‖, ε)``, throughput and the timing split, memory,
   and (every ``histograms_every`` steps) weight histograms;
-- a model wrapped in ``DistributedDataParallel`` or compiled with ``torch.compile`` is
-  watched through the module it wraps (``model.module`` / ``model._orig_mod``), so
-  parameter and module names are the original's;
+- a model wrapped in ``DistributedDataParallel``, FSDP1's ``FullyShardedDataParallel`` or
+  compiled with ``torch.compile`` is watched through the module it wraps (``model.module`` /
+  ``model._orig_mod``), so parameter and module names are the original's (FSDP1's and
+  activation checkpointing's ``_fsdp_wrapped_module.`` / ``_checkpoint_wrapped_module.`` are
+  left out of the names);
+- a sharded model (FSDP2's ``fully_shard``: DTensor parameters; FSDP1) has its norms summed
+  across the ranks its parameters are split over (:mod:`.shards`): every rank calls ``watch``
+  (the ones that record nothing with ``recorder=None``), and the recorded norms are the whole
+  parameters', not one shard's;
 - forward hooks on the named ``activations`` modules collect, during a
   validation forward (model in eval mode), the activation standard deviation,
   the zero fraction and the dead units (units zero for every inspected example);
@@ -51,6 +57,7 @@ from .._log import logger
 from . import devstats
 from .devstats import ActivationStats, unit_axis  # noqa: F401 (unit_axis: watch.unit_axis)
 from .recorder import Recorder
+from .shards import Unrecorded, local, sharding
 from .thinning import RecordBudget
 
 EPS = 1e-12
@@ -76,14 +83,41 @@ def _rss_bytes() -> float | None:
     return float(psutil.Process().memory_info().rss)
 
 
-def unwrap(model):
-    """The module whose parameters and hooks are the model's own: ``model.module`` of
-    ``DistributedDataParallel`` / ``DataParallel``, ``model._orig_mod`` of ``torch.compile``
-    (nested wrappers too). Hooks on the wrapper would name parameters ``module.…`` or
-    ``_orig_mod.…``; on the original they run inside the wrapper's forward as well."""
+WRAPPER_NAMES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
+
+
+def _wrappers() -> tuple:
     import torch
 
-    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    found = [torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel]
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except ImportError:  # a torch built without distributed
+        pass
+    else:
+        found.append(FullyShardedDataParallel)
+    return tuple(found)
+
+
+def clean_name(name: str) -> str:
+    """A parameter's or module's name without the wrappers' segments that nested FSDP1 units,
+    activation checkpointing and torch.compile put inside a model (``2._fsdp_wrapped_module.weight``
+    is ``2.weight``)."""
+    for part in WRAPPER_NAMES:
+        name = name.replace(part, "")
+    return name
+
+
+def unwrap(model):
+    """The module whose parameters and hooks are the model's own: ``model.module`` of
+    ``DistributedDataParallel`` / ``DataParallel`` / FSDP1's ``FullyShardedDataParallel``,
+    ``model._orig_mod`` of ``torch.compile`` (nested wrappers too). Hooks on the wrapper would
+    name parameters ``module.…``, ``_fsdp_wrapped_module.…`` or ``_orig_mod.…``; on the original
+    they run inside the wrapper's forward as well. FSDP2's ``fully_shard`` wraps nothing: the
+    model is its own module (its parameters are DTensors)."""
+    import torch
+
+    wrappers = _wrappers()
     for _ in range(8):  # bounded: wrappers nest a few levels at most
         inner = getattr(model, "_orig_mod", None)
         if inner is None and isinstance(model, wrappers):
@@ -109,14 +143,18 @@ class Watcher:
     ``budget``: the share of the training loop's time the hooks may take ("auto": the session's
     budget when ``session`` is given, else 5% or ``CALIPER_VK_BUDGET``; None: no limit);
     ``session``: a live session whose overhead budget also counts the hooks' time.
+    ``recorder``: None on a rank of a job that records nothing: the hooks still measure there
+    when the model is sharded (its shards' norms are part of every rank's sums).
     ``update_ratio_every``: for an optimizer whose update :mod:`.devstats` cannot read (not SGD,
     Adam, AdamW), the interval of the snapshots the update ratio is measured from."""
 
-    def __init__(self, model, optimizer, recorder: Recorder, clip: float | None = None,
+    def __init__(self, model, optimizer, recorder: Recorder | None, clip: float | None = None,
                  histograms_every: int | None = 100, histogram_bins: int = 12, histogram_range=(-3.0, 3.0),
                  activations=(), update_ratio: bool = True, memory: bool = True, budget="auto",
                  session=None, update_ratio_every: int = UPDATE_RATIO_EVERY):
-        model = unwrap(model)  # DDP / torch.compile: the hooks go on the original module
+        self.wrapped = model
+        model = unwrap(model)  # DDP / FSDP1 / torch.compile: the hooks go on the original module
+        recorder = recorder if recorder is not None else Unrecorded()
         self.model, self.optimizer, self.rec = model, optimizer, recorder
         self.clip = clip
         self.histograms_every = histograms_every
@@ -124,7 +162,12 @@ class Watcher:
         self.update_ratio = update_ratio
         self.memory = memory
         self.session = session
-        self.names = {id(p): n for n, p in model.named_parameters()}
+        self.names = {id(p): clean_name(n) for n, p in model.named_parameters()}
+        self.shards = sharding(self.wrapped, [p for p, _ in self._params()])
+        self.reduced = self.shards is not None and self.shards.group is not None  # sums across ranks
+        per_shard = "" if self.shards is None or self.reduced else f"; per shard ({self.shards.note})"
+        if per_shard:
+            logger.warning(f"watch: the norms are per shard, not of whole parameters: {self.shards.note}")
         self.source = devstats.update_source(optimizer) if update_ratio else None
         if budget == "auto":
             from ..live.budget import default_share
@@ -134,6 +177,7 @@ class Watcher:
         self._before: dict[int, object] = {}
         self._handles = []
         self._preclip = None
+        self._grad_has: list[bool] = []  # (sharded) which parameters had a gradient on this rank
         self._pending: tuple = ()
         self._hook_time = 0.0
         self._last_end = None
@@ -146,7 +190,7 @@ class Watcher:
         self._stats: dict[str, ActivationStats] = {}
         self._pending_stats = False
         self._told = False
-        modules = dict(model.named_modules())
+        modules = {clean_name(n): m for n, m in model.named_modules()}
         for name in activations:
             if name not in modules:
                 raise KeyError(f"watch(activations=...): the model has no module {name!r}; its modules are "
@@ -159,13 +203,18 @@ class Watcher:
         if clip is not None:
             recorder.define("clip/threshold", description="gradient-norm clipping cap given to watch()")
             recorder.define("clip/hit", description="1 when this step's global gradient norm reached the cap")
+        whole = (f" (summed over the {self.shards.size} ranks the parameters are sharded across)"
+                 if self.reduced else per_shard)
         recorder.define("grad_norm/global", description="L2 norm of all gradient entries, as the optimizer "
-                        "received them (after any clipping)")
+                        f"received them (after any clipping){whole}")
         if update_ratio:
             how = ("the update the optimizer computed, from its state" if self.source else
                    f"measured every {self.budget.least} steps from a copy of the parameters")
+            if self.reduced:
+                how += "; recorded at the steps every rank measured"
             recorder.define("update_ratio/global",
-                            description=f"||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12); {how}")
+                            description=f"||theta_k - theta_(k-1)|| / max(||theta_k||, 1e-12); {how}"
+                            + per_shard)
         recorder.define("record/expensive_every", unit="steps",
                         description="interval of the update ratios and weight histograms, lengthened when "
                         "recording them every step would take more than the recording budget")
@@ -215,8 +264,14 @@ class Watcher:
         started = time.perf_counter()
         self.rec.poll()  # write the values of earlier steps that have arrived
         with torch.no_grad():
-            params = [(p, name) for p, name in self._params() if p.grad is not None]
-            grads = devstats.norms([p.grad for p, _ in params])
+            if self.reduced:  # every watched parameter, in one layout on every rank (a shard may have no grad)
+                params = list(self._params())
+                self._grad_has = [p.grad is not None for p, _ in params]
+                grads = devstats.norms([p.grad if p.grad is not None else local(p).new_zeros(0)
+                                        for p, _ in params])
+            else:
+                params = [(p, name) for p, name in self._params() if p.grad is not None]
+                grads = devstats.norms([p.grad for p, _ in params])
             coming = self.rec.step + 1
             if self.update_ratio and self.source is None and self.budget.due(coming):
                 # no known update state: this step's ratio from a copy (its own dtype), on an interval
@@ -229,8 +284,8 @@ class Watcher:
             device.update({f"grad_norm/{name}": (grads, i) for i, (_, name) in enumerate(params)})
         if self.clip is not None:
             host["clip/threshold"] = float(self.clip)
-            seen = self._preclip if self._preclip is not None else (
-                devstats.global_norm(grads) if grads is not None else None)
+            seen = self._preclip if self._preclip is not None else (  # (sharded: from the sums, on the host)
+                devstats.global_norm(grads) if grads is not None and not self.reduced else None)
             if seen is not None:
                 device["clip/hit"] = ((seen >= self.clip * (1 - 1e-5)).float(), None)
             if self._preclip is not None:
@@ -277,7 +332,38 @@ class Watcher:
             mem = self._device_memory()
             if mem is not None:
                 host[mem[0]] = mem[1]
-        # one vector of every device value of the step, copied to the host without waiting
+        if self.reduced:  # the shards' squares, summed across ranks, then staged
+            self._stage_reduced(step, weight_names, host, device, weights, deltas)
+        else:
+            self._stage(step, grad_names, host, device, weights, weight_names, deltas, moved)
+        self._last_end = time.perf_counter()
+        self._forward_start, self._examples, self._eval_time = None, 0, 0.0
+        histograms = bool(self.histograms_every) and step % max(self.histograms_every, self.budget.every) == 0
+        extra_started = time.perf_counter()
+        if self.reduced and self.histograms_every and step % self.histograms_every == 0:
+            self._reduced_histograms(step, count=histograms)  # every rank takes part, counted or not
+        elif histograms:
+            self.histograms()
+        end = time.perf_counter()
+        extra = (deltas_done - cheap_done) + (end - extra_started)
+        cheap = self._hook_time + (end - now) - extra
+        self.budget.spent(cheap, extra if (expensive or histograms) else None)
+        if self.session is not None:  # the session's budget counts the hooks too
+            clock = self.session.budget.clock
+            self.session.budget.charge(clock() - (self._hook_time + (end - now)))
+        if self.budget.stepped():
+            self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
+            label = self.budget.label()
+            if label and self.session is not None:
+                self.session.message = label  # on the status line
+            if label and not self._told:
+                self._told = True
+                logger.warning(f"{label}; recorded as record/expensive_every")
+
+    def _stage(self, step, grad_names, host, device, weights, weight_names, deltas, moved):
+        """Stage one vector of every device value of the step, copied to the host without waiting."""
+        import torch
+
         parts, singles = [], []
         if device:
             vectors = {id(v): v for v, i in device.values() if i is not None}
@@ -295,53 +381,123 @@ class Watcher:
         has_grads = any(i is not None for _, i in device.values())
 
         def write(values):  # (the closure's names are not rebound after this)
-            out, at = {}, 0
+            at = 0
             vals = [] if values is None else values.astype(float).tolist()
+            grads = None
             if has_grads:
-                g = vals[at:at + len(grad_names)]
+                grads = list(zip(grad_names, vals[at:at + len(grad_names)], strict=True))
                 at += len(grad_names)
-                out.update({f"grad_norm/{n}": v for n, v in zip(grad_names, g, strict=True)})
-                out["grad_norm/global"] = math.sqrt(sum(v * v for v in g))
-            out.update((k, v) for k, v in host.items() if k.startswith(("lr/", "clip/")))
-            for k in singles:
-                out[k] = vals[at]
-                at += 1
+            got = dict(zip(singles, vals[at:at + len(singles)], strict=True))
+            at += len(singles)
+            w = d = None
             if has_weights:
-                w = vals[at:at + len(weight_names)]
+                w = list(zip(weight_names, vals[at:at + len(weight_names)], strict=True))
                 at += len(weight_names)
-                out.update({f"weight_norm/{n}": v for n, v in zip(weight_names, w, strict=True)})
-                den = math.sqrt(sum(v * v for v in w))
-                out["weight_norm/global"] = den
-                if moved:
-                    d = vals[at:at + len(moved)]
-                    out.update({f"update_ratio/{weight_names[i]}": v / max(w[i], EPS)
-                                for i, v in zip(moved, d, strict=True)})
-                    out["update_ratio/global"] = math.sqrt(sum(v * v for v in d)) / max(den, EPS)
-            out.update((k, v) for k, v in host.items() if not k.startswith(("lr/", "clip/")))
-            self.rec.log(out, step=step)
+                d = list(zip(moved, vals[at:at + len(moved)], strict=True))
+            self._log_step(step, host, grads, got, w, d)
 
         self.rec.stage(vector, write)
-        self._last_end = time.perf_counter()
-        self._forward_start, self._examples, self._eval_time = None, 0, 0.0
-        histograms = bool(self.histograms_every) and step % max(self.histograms_every, self.budget.every) == 0
-        extra_started = time.perf_counter()
-        if histograms:
-            self.histograms()
-        end = time.perf_counter()
-        extra = (deltas_done - cheap_done) + (end - extra_started)
-        cheap = self._hook_time + (end - now) - extra
-        self.budget.spent(cheap, extra if (expensive or histograms) else None)
-        if self.session is not None:  # the session's budget counts the hooks too
-            clock = self.session.budget.clock
-            self.session.budget.charge(clock() - (self._hook_time + (end - now)))
-        if self.budget.stepped():
-            self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
-            label = self.budget.label()
-            if label and self.session is not None:
-                self.session.message = label  # on the status line
-            if label and not self._told:
-                self._told = True
-                logger.warning(f"{label}; recorded as record/expensive_every")
+
+    def _log_step(self, step, host, grads, singles, weights, deltas) -> None:
+        """Log a step's values once they are on the host: ``grads`` and ``weights`` as
+        ``[(name, norm)]`` (None: none measured), ``singles`` ``{metric: value}``, ``deltas``
+        ``[(index in weights, update norm)]``, ``host`` the values known on the host."""
+        out = {}
+        if grads is not None:
+            out.update({f"grad_norm/{n}": v for n, v in grads})
+            out["grad_norm/global"] = math.sqrt(sum(v * v for _, v in grads))
+        out.update((k, v) for k, v in host.items() if k.startswith(("lr/", "clip/")))
+        out.update(singles)
+        if weights is not None:
+            out.update({f"weight_norm/{n}": v for n, v in weights})
+            den = math.sqrt(sum(v * v for _, v in weights))
+            out["weight_norm/global"] = den
+            if deltas:
+                out.update({f"update_ratio/{weights[i][0]}": v / max(weights[i][1], EPS) for i, v in deltas})
+                out["update_ratio/global"] = math.sqrt(sum(v * v for _, v in deltas)) / max(den, EPS)
+        out.update((k, v) for k, v in host.items() if not k.startswith(("lr/", "clip/")))
+        self.rec.log(out, step=step)
+
+    def _stage_reduced(self, step, names, host, device, weights, deltas):
+        """The sharded step (:mod:`.shards`): one float32 vector in the same layout on every rank
+        (per watched parameter: the squares of the gradient's, the weight's and the update's shard
+        norms, whether this rank had a gradient and an update; then the values measured whole,
+        counted once; then 1 if this rank measured the updates), summed across the ranks with one
+        ``all_reduce`` started without waiting, square-rooted on the host when it has arrived."""
+        import torch
+
+        n, sh = len(names), self.shards
+        if weights is None:  # no parameters (on any rank: the layout is the model's)
+            self.rec.stage(None, lambda _: self._log_step(step, host, None, {}, None, None))
+            return
+        grads = None
+        if any(i is not None for _, i in device.values()):
+            grads = next(v for v, i in device.values() if i is not None)
+        has = self._grad_has if grads is not None else [False] * n
+        dev = weights.device
+        mask = sh.mask(dev)
+        zeros = torch.zeros(n, device=dev)
+        grads = zeros if grads is None else devstats.on(grads.float(), dev)
+        took = deltas is not None
+        d_has = [took and d is not None for d in (deltas or [None] * n)]
+        d = zeros if not took else torch.stack([x.reshape(()).float() if x is not None else zeros[0]
+                                                for x in deltas])
+        singles = [k for k, (_, i) in device.items() if i is None]
+        parts = [grads * grads, sh.flags(has, dev), weights * weights, devstats.on(d, dev) ** 2,
+                 sh.flags(d_has, dev)]
+        parts = [p * mask for p in parts]
+        if singles:
+            vals = torch.stack([devstats.on(device[k][0].reshape(()).float(), dev) for k in singles])
+            parts.append(vals * sh.flags([sh.first], dev))
+        parts.append(sh.flags([took], dev))
+        vector = torch.cat(parts)
+        works = sh.reduce(vector)
+        clip, size = self.clip, sh.size
+
+        def write(values):
+            v = values.astype(float)
+            g2, gh, w2, d2, dh = (v[i * n:(i + 1) * n] for i in range(5))
+            got = dict(zip(singles, v[5 * n:5 * n + len(singles)].tolist(), strict=True))
+            grads = [(names[i], math.sqrt(max(g2[i], 0.0))) for i in range(n) if gh[i] > 0] or None
+            if clip is not None and "clip/hit" not in got and grads is not None:
+                got["clip/hit"] = float(math.sqrt(sum(x * x for _, x in grads)) >= clip * (1 - 1e-5))
+            every = v[-1] > size - 0.5  # every rank measured the updates
+            moved = [(i, math.sqrt(max(d2[i], 0.0))) for i in range(n) if every and dh[i] > 0]
+            weights = [(names[i], math.sqrt(max(w2[i], 0.0))) for i in range(n)]
+            self._log_step(step, host, grads, got, weights, moved)
+
+        self.rec.stage(vector, write, works)
+
+    def _reduced_histograms(self, step=None, count: bool = True) -> None:
+        """Weight histograms of a sharded model: every rank's counts of its shards, summed across
+        ranks (:mod:`.shards`); ``count=False``: this rank's budget skips them, it takes part in the
+        sum with none, and the step's histograms are not recorded (every rank must have counted)."""
+        import torch
+
+        params = list(self._params())
+        if not params:
+            return
+        sh, lo, hi, bins = self.shards, float(self.range[0]), float(self.range[1]), int(self.bins)
+        dev = local(params[0][0]).device
+        if count:
+            counts = torch.stack([devstats.on(devstats.histogram_device(local(p), bins, lo, hi), dev)
+                                  for p, _ in params])
+            counts = counts * sh.mask(dev, torch.int64)[:, None]
+        else:
+            counts = torch.zeros((len(params), bins + 4), dtype=torch.int64, device=dev)
+        vector = torch.cat([counts.reshape(-1), sh.flags([count], dev, torch.int64)])
+        works = sh.reduce(vector)
+        step = self.rec.step if step is None else step
+        names, size = [name for _, name in params], sh.size
+
+        def write(values):
+            if values[-1] < size:
+                return  # a rank's budget skipped them: a partial sum is no histogram
+            for i, name in enumerate(names):
+                h = devstats._counts(values[i * (bins + 4):(i + 1) * (bins + 4)], lo, hi)
+                self.rec.histogram_counted(f"weights/{name}", h, step=step)
+
+        self.rec.stage(vector, write, works)
 
     # -- helpers -----------------------------------------------------------------------
     def _params(self):
@@ -371,14 +527,25 @@ class Watcher:
         if cap is None:
             raise ValueError("clip_grad_norm_ needs max_norm=, or watch(..., clip=...)")
         self.clip = cap
-        total = torch.nn.utils.clip_grad_norm_([p for p, _ in self._params()], cap, norm_type=norm_type)
-        self._preclip = total.detach()  # read with the step's other values, without waiting
+        own = getattr(self.wrapped, "clip_grad_norm_", None)  # FSDP1's root: the norm of the whole shards
+        if own is not None:
+            total = own(cap, norm_type=norm_type)
+        else:
+            total = torch.nn.utils.clip_grad_norm_([p for p, _ in self._params()], cap, norm_type=norm_type)
+        total = total.detach()
+        if hasattr(total, "full_tensor"):  # DTensor gradients (FSDP2): every rank clips together
+            total = total.full_tensor()
+        self._preclip = total  # read with the step's other values, without waiting
         return total
 
     def histograms(self, step: int | None = None) -> None:
-        """Record a fixed-bin histogram of every watched parameter now."""
-        self.rec.histograms({f"weights/{name}": p.detach() for p, name in self._params()}, bins=self.bins,
-                            value_range=self.range, step=step)
+        """Record a fixed-bin histogram of every watched parameter now (of a sharded model: every
+        rank calls it, and the counts of the shards are summed across ranks)."""
+        if self.reduced:
+            self._reduced_histograms(step)
+            return
+        named = {f"weights/{name}": local(p).detach() for p, name in self._params()}  # (per shard: its own)
+        self.rec.histograms(named, bins=self.bins, value_range=self.range, step=step)
 
     def flush_activations(self) -> None:
         """Record the activation statistics gathered since the last flush (at the current step),
@@ -481,6 +648,7 @@ class Watcher:
         self.remove()
 
 
-def watch(model, optimizer, recorder: Recorder, **options) -> Watcher:
-    """Install recording hooks on ``model`` and ``optimizer``; see :class:`Watcher` for options."""
+def watch(model, optimizer, recorder: Recorder | None, **options) -> Watcher:
+    """Install recording hooks on ``model`` and ``optimizer``; see :class:`Watcher` for options
+    (``recorder=None``: a rank of a sharded job that records nothing but takes part in the sums)."""
     return Watcher(model, optimizer, recorder, **options)

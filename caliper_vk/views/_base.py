@@ -297,10 +297,15 @@ class RangedView(ArrayView):
         lo, hi, _ = self.reference_range()
         return float(lo), float(hi)
 
+    def range_spec(self) -> tuple[int, float, float]:
+        """(mode, fixed lo, fixed hi) of the resolve pass: :func:`range_mode` of ``value_range``
+        (a view whose range follows its own rule, such as the confusion view's, says so here)."""
+        return range_mode(self.value_range)
+
     def reference_range(self, values=None, last=None) -> tuple:
         """(lo, hi, scale) as float32, computed from ``values`` (default: :attr:`data`) as the
         stats and resolve passes compute them on the device, bit for bit."""
-        mode, flo, fhi = range_mode(self.value_range)
+        mode, flo, fhi = self.range_spec()
         kmin, kmax = (_exact.NO_KEY, 0) if mode == RG.MODE_FIXED else _exact.finite_keys(
             self.data if values is None else values)
         return _exact.device_range(mode, kmin, kmax, flo, fhi, self.range_last() if last is None else last)
@@ -308,14 +313,14 @@ class RangedView(ArrayView):
     def count_bounds(self) -> tuple[float, float]:
         """The (lo, hi) the stats pass counts values below / above: a fixed range's own; none
         (-inf, inf) for a range made from the values, which holds them all."""
-        mode, flo, fhi = range_mode(self.value_range)
+        mode, flo, fhi = self.range_spec()
         if mode != RG.MODE_FIXED:
             return float("-inf"), float("inf")
         lo, hi, _ = _exact.device_range(mode, 0, 0, flo, fhi, 1)
         return float(lo), float(hi)
 
     def _range_params(self, count: int = 1, last=None) -> np.ndarray:
-        mode, flo, fhi = range_mode(self.value_range)
+        mode, flo, fhi = self.range_spec()
         return RG.pack({"MODE": mode, "COUNT": count, "KEYS": self.range_words[0],
                         "OUT": self.range_words[1], "LAST": self.range_last() if last is None else last,
                         "LO": flo, "HI": fhi})

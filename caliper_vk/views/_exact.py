@@ -138,9 +138,13 @@ def range_scale(lo, hi, last) -> np.float32:
 
 def device_range(mode: int, kmin: int, kmax: int, fixed_lo, fixed_hi, last) -> tuple:
     """``resolve_range`` in range.glsl: (lo, hi, scale) as float32, bit for bit. ``mode`` is
-    RANGE.MODE_FIXED / MODE_AUTO / MODE_SYMMETRIC (engine/shaders/params.py)."""
+    RANGE.MODE_FIXED / MODE_AUTO / MODE_SYMMETRIC / MODE_GROW (engine/shaders/params.py)."""
     lo, hi = F32(fixed_lo), F32(fixed_hi)
-    if mode != 0:
+    if mode == 3:  # GROW: the fixed pair, widened to the finite extremes
+        if kmin != NO_KEY:
+            lo = min(lo, F32(from_orderable(kmin)))
+            hi = max(hi, F32(from_orderable(kmax)))
+    elif mode != 0:
         if kmin == NO_KEY:
             lo, hi = F32(0.0), F32(1.0)
         else:

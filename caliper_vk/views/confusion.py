@@ -6,10 +6,16 @@ each row is divided by its total on the host (float32 reciprocal, then one
 multiply, the same for the GPU and the twin), so a cell's colour reads as the
 share of class ``i`` predicted as ``j`` — per-class recall on the diagonal.
 Rows with no examples stay empty (drawn as NaN, and counted), never 0/0 = 0.
+Counts are coloured over ``(0, 1)`` grown to hold every finite count (so
+``(0, max(1, largest))`` for counts of 0 or more), resolved on the device in the
+frame that draws them (the range pass's ``MODE_GROW``): a tensor read in place is
+coloured by the counts that frame read, with no host read. Shares span ``(0, 1)``.
 Each cell carries its count as text (up to ``MAX_TEXT_CLASSES`` classes, when
 the cells are big enough for glyphs), and the rows and columns their class
-names. It is drawn by the textgrid's passes, so it inherits their byte-exact
-twin.
+names. The text is laid out on the host from the host's view of the counts, so a
+GPU tensor read in place (whose host view is the copy made at attach) is drawn
+without it: colours only, never stale numbers. It is drawn by the textgrid's
+passes, so it inherits their byte-exact twin.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 
 from .. import chrome
 from .._arrays import to_host
+from ..engine.shaders.params import RANGE as RG
 from ._source import Source
 from .textgrid import TextGrid
 
@@ -62,6 +69,7 @@ class Confusion(TextGrid):
         self.classes = None if classes is None else [str(c) for c in classes]
         self.counts_in_cells = bool(counts_in_cells)
         self._texted = None  # the counts whose text the cells carry
+        # counts: (0, 1) grown on the device to the largest count (range_spec); shares: (0, 1)
         super().__init__(colormap=colormap, value_range=(0.0, 1.0))
         if counts is not None:
             self.set_data(counts)
@@ -90,32 +98,38 @@ class Confusion(TextGrid):
         self.set_labels(names, names)
 
     def _refresh_display(self) -> None:
-        counts = self.counts_source.float32()
         if self.normalize == "row":
+            counts = self.counts_source.float32()
             totals = counts.astype(np.float64).sum(axis=1)
             with np.errstate(divide="ignore"):
                 recip = np.where(totals > 0, 1.0 / totals, np.nan).astype(F32)
             shown = (counts * recip[:, None]).astype(F32)
-            self.value_range = (0.0, 1.0)
             # the grid's own source is the host array being shown (staged every frame)
             self.source = Source(np.ascontiguousarray(shown, dtype=F32))
         else:
-            top = float(np.nanmax(counts)) if counts.size and np.isfinite(counts).any() else 1.0
-            self.value_range = (0.0, max(top, 1.0))
             self.source = self.counts_source  # drawn straight from the counts (zero-copy when live)
         self._dirty.add("data")
-        self._update_text(counts)
+        self._update_text()
 
-    def _update_text(self, counts: np.ndarray) -> None:
-        """The cells' text follows the counts (re-laid out only when they change)."""
-        if not self.counts_in_cells or counts.shape[0] > MAX_TEXT_CLASSES:
+    def _update_text(self) -> None:
+        """The cells' text follows the counts (re-laid out only when they change). A GPU tensor
+        read in place has no text: the host holds only the copy made at attach, and its counts
+        would be stale numbers beside current colours."""
+        source = self.counts_source
+        if not self.counts_in_cells or source.shape[0] > MAX_TEXT_CLASSES or not source.current:
             if self._ids is not None:
                 self.set_tokens(None)
             return
+        counts = source.float32()
         if self._texted is not None and np.array_equal(self._texted, counts, equal_nan=True):
             return
         self._texted = counts.copy()
         self.set_tokens(count_text(counts))
+
+    def range_spec(self) -> tuple[int, float, float]:
+        """Counts: ``(0, 1)`` grown to the largest finite count, by the frame's own stats pass
+        (so a live tensor's colours follow its counts with no host read); shares: ``(0, 1)``."""
+        return (RG.MODE_FIXED if self.normalize == "row" else RG.MODE_GROW), 0.0, 1.0
 
     @property
     def gpu_reads_source(self) -> bool:

@@ -261,6 +261,8 @@ TEXTGRID = ParamBlock("textgrid_params", "TG", [
 # (lo, hi, scale) go to OUT + 3i.
 RANGE = ParamBlock("range_params", "RG", [
     "MODE", "COUNT", "KEYS", "OUT", ("LAST", "float"), ("LO", "float"), ("HI", "float"),
-], constants={"MODE_FIXED": "0u", "MODE_AUTO": "1u", "MODE_SYMMETRIC": "2u"})
+], constants={"MODE_FIXED": "0u", "MODE_AUTO": "1u", "MODE_SYMMETRIC": "2u",
+              # (LO, HI) grown to hold every finite value: a count matrix's (0, max(1, largest))
+              "MODE_GROW": "3u"})
 
 BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE)

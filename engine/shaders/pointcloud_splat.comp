@@ -42,7 +42,12 @@ void main() {
         int px = ix + dx;
         int py = iy + dy;
         if (px >= 0 && px < w && py >= 0 && py < h) {
-            atomicMin(depth[uint(py) * uint(w) + uint(px)], key);
+            // A plain read first: a pixel's key only ever falls, so a key not below what is
+            // read can never win there (a stale read is higher, never lower, and only costs
+            // the atomic). Most points of a dense cloud lose; on lavapipe the skipped atomics
+            // made the 2-px splat of 1M points about a quarter cheaper, with the same bytes.
+            uint at = uint(py) * uint(w) + uint(px);
+            if (key < depth[at]) atomicMin(depth[at], key);
         }
     }
 }

@@ -10,7 +10,7 @@
 // d = m * 2^e with m in [1, 2); 1 / m is a linear estimate refined by four Newton steps
 // of multiplies and adds, and the power of two goes on through the exponent bits.
 // caliper_vk/views/_exact.py (device_range) is the numpy twin, bit for bit.
-// Include after common.glsl and range_params.glsl (MODE_FIXED, MODE_AUTO, MODE_SYMMETRIC).
+// Include after common.glsl and range_params.glsl (MODE_FIXED, MODE_AUTO, MODE_SYMMETRIC, MODE_GROW).
 
 const uint NO_KEY = 0xFFFFFFFFu;  // the min key of a reduction that saw no finite value
 
@@ -28,13 +28,19 @@ float range_scale(float lo, float hi, float last) {
     return uintBitsToFloat((floatBitsToUint(s) & 0x807FFFFFu) | (uint(biased) << 23));
 }
 
-// (lo, hi, scale) from the reduction's keys (AUTO, SYMMETRIC) or a fixed pair (FIXED). No
-// finite value: (0, 1). A range narrower than 2^-100 is widened by max(|lo| / 2, 1/2) on
+// (lo, hi, scale) from the reduction's keys (AUTO, SYMMETRIC), a fixed pair (FIXED), or the
+// fixed pair grown to hold the finite extremes (GROW: min(LO, least), max(HI, greatest)). No
+// finite value: (0, 1) (GROW: the fixed pair). A range narrower than 2^-100 is widened by max(|lo| / 2, 1/2) on
 // each side (clamped to the largest finite float), so a constant field maps to the middle.
 vec3 resolve_range(uint mode, uint kmin, uint kmax, float fixed_lo, float fixed_hi, float last) {
     float lo = fixed_lo;
     float hi = fixed_hi;
-    if (mode != MODE_FIXED) {
+    if (mode == MODE_GROW) {
+        if (kmin != NO_KEY) {
+            lo = min(lo, from_orderable(kmin));
+            hi = max(hi, from_orderable(kmax));
+        }
+    } else if (mode != MODE_FIXED) {
         if (kmin == NO_KEY) { lo = 0.0; hi = 1.0; }
         else {
             lo = from_orderable(kmin);
