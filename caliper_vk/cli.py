@@ -187,7 +187,8 @@ def cmd_render(args) -> int:
         if data is None:
             raise UserError(f"{args.input} holds {sorted(arrays)}; the curve view needs "
                             "'data' (or a single array)")
-        view = make_view("curve", data=data, value_range=_range(args.range), smoothing=args.smoothing)
+        view = make_view("curve", data=data, value_range=_range(args.range), smoothing=args.smoothing,
+                         log_y=args.log_y)
     else:
         make_view(args.view)  # raises with the list of views
         raise UserError(f"the view {args.view!r} cannot be rendered from the command line yet")
@@ -365,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="histogram: number of bins, or auto (the rule of docs/views.md; default 64)")
     p.add_argument("--smoothing", type=float, default=None,
                    help="curve: EMA weight in (0, 1) for a smoothed line over the raw trace")
+    p.add_argument("--log-y", action="store_true",
+                   help="curve: a log y axis (values <= 0 are not drawn and are counted)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("demo", help="run a demo")

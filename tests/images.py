@@ -94,3 +94,34 @@ def read_strip(strip: np.ndarray, colour=None, background=None) -> str:
         text.append(bank.get(cell, "?"))
         x += cw
     return "".join(text).rstrip()
+
+
+def read_labels(region: np.ndarray, colour, background, chars: str = "0123456789.e−") -> list:
+    """Every run of ``chars`` drawn in ``colour`` on ``background`` anywhere in ``region``, glyph
+    cells at any pixel position (as the curve's tick labels are placed): ``[(x, y, text)]``, top
+    to bottom, then left to right. Each cell is matched exactly against the atlas's own rendering
+    of each character (:func:`caliper_vk.chrome.render_bar`); a run ends at the first cell that
+    matches none."""
+    from caliper_vk import chrome
+
+    cw, ch = chrome.cell()
+    bank = {}
+    for c in chars:
+        cell = chrome.render_bar([(c, colour)], (), 2 * chrome.PAD + cw, ch, background)
+        bank.setdefault(np.ascontiguousarray(cell[:, chrome.PAD:chrome.PAD + cw]).tobytes(), c)
+    height, width = region.shape[:2]
+    found = []
+    for y in range(height - ch + 1):
+        x = 0
+        while x + cw <= width:
+            text, x0 = "", x
+            while x + cw <= width:
+                c = bank.get(np.ascontiguousarray(region[y:y + ch, x:x + cw]).tobytes())
+                if c is None:
+                    break
+                text, x = text + c, x + cw
+            if text:
+                found.append((x0, y, text))
+            else:
+                x += 1
+    return found

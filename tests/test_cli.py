@@ -74,6 +74,9 @@ def test_render_curve(tmp_path):
     assert main(["render", "--view", "curve", "--input", str(tmp_path / "loss.npy"), "--out", str(out),
                  "--smoothing", "0.9", "--size", "300x100"]) == 0
     assert Image.open(out).size == (300, 100)
+    np.save(tmp_path / "loss.npy", 3.0 * np.exp(-np.arange(500) / 50.0) - 1e-3)  # ends below 0
+    assert main(["render", "--view", "curve", "--input", str(tmp_path / "loss.npy"), "--out", str(out),
+                 "--log-y", "--size", "300x100"]) == 0
 
 
 def test_render_npz_with_named_arrays(tmp_path):

@@ -40,6 +40,23 @@ CASES = {
     "constant": (np.full(100, 2.0), {}, (80, 30)),
     "exact-fit": (loss_like(128), {}, (128, 50)),
     "one-pixel": (loss_like(10), {}, (1, 1)),
+    # the axes: a gutter with ticks and labels from the range the frame resolved
+    "axes-wide": (loss_like(900) * 1000, {"smoothing": 0.9}, (420, 200)),
+    "axes-negative": (np.linspace(-0.0042, 0.0031, 300), {}, (300, 160)),
+    "axes-fine-steps": (1.2345 + 1e-4 * RNG.normal(size=500), {}, (300, 120)),
+    "axes-off": (loss_like(500), {"axes": False}, (300, 120)),
+    "axes-tiny-values": (loss_like(400) * 1e-20, {}, (300, 140)),
+    "axes-huge-values": (loss_like(400) * -3e25, {}, (300, 140)),
+    "axes-offset-too-fine": (1e6 + loss_like(400) * 0.1, {}, (300, 140)),
+    "axes-x-scientific": (loss_like(300_000), {}, (200, 100)),
+    # log y: the log2 of each value (exact, + - * only); values <= 0 not drawn, counted
+    "log-y": (np.abs(loss_like(2000)) + 2e-4, {"log_y": True, "smoothing": 0.95}, (360, 180)),
+    "log-y-few": (np.geomspace(3.0, 2e-4, 40), {"log_y": True}, (300, 150)),
+    "log-y-nonpositive": (loss_like(1200) - 0.5, {"log_y": True, "smoothing": 0.9}, (300, 150)),
+    "log-y-fixed": (with_gaps(800) ** 2, {"log_y": True, "value_range": (1e-3, 10.0)}, (300, 150)),
+    "log-y-narrow": (np.linspace(1.2, 1.7, 300), {"log_y": True}, (300, 200)),
+    # the EMA's blocked scan over many chunks (70,000 samples: 137 chunks of 512)
+    "scan-many-chunks": (loss_like(70_000), {"smoothing": 0.999}, (200, 100)),
 }
 
 
@@ -97,7 +114,7 @@ def test_the_ema_is_debiased_as_adams_moments_are():
     for i in np.flatnonzero(np.isfinite(x)):
         m, t = alpha * m + (1 - alpha) * x[i], t + 1
         want[i] = m / (1 - alpha ** t)
-    np.testing.assert_allclose(got, want, rtol=2e-5, equal_nan=True)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, equal_nan=True)  # float32 near 0
     assert got[0] == pytest.approx(x[0], rel=1e-6)  # starts at the first sample, not at 0 or above
     falling = 10.0 * np.exp(-np.arange(300) / 20.0)  # a loss falling from 10: the EMA follows it
     assert ema32(falling, 0.9)[-1] < 2 * falling[-1]

@@ -20,6 +20,7 @@ CASES = {  # name: (shape, view, options, twin class)
     "histogram-auto-bins-overlay": ((600,), "histogram", {"bins": "auto", "history": 2}, Histogram),
     "curve-auto": ((240,), "curve", {}, Curve),
     "curve-smoothed-fixed-range": ((240,), "curve", {"smoothing": 0.9, "value_range": (-30.0, 30.0)}, Curve),
+    "curve-log-smoothed": ((240,), "curve", {"smoothing": 0.9, "log_y": True}, Curve),
     "textgrid-auto": ((4, 6), "textgrid", {"value_range": "auto"}, TextGrid),
     "images-per-tile": ((6, 5, 7), "images", {}, Images),
     "images-shared-symmetric": ((6, 5, 7), "images", {"normalize": "shared", "value_range": "symmetric"},

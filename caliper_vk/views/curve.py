@@ -8,23 +8,30 @@ top, debiased as Adam's moments are (``1 / (1 - alpha^t)``, so it starts at the
 first sample and does not lag above a falling loss): the raw trace stays
 visible around it and its values are untouched. NaN
 and Inf samples are not drawn (a column of only missing samples is an honest
-gap) and are counted. :meth:`Curve.reference` is the numpy twin.
+gap) and are counted. ``log_y=True`` draws every value at its log2 (a loss falling
+from 3 to 2e-4 stays readable); values <= 0 are not drawn and are counted. With room
+for them, a gutter carries the axes: tick marks and labels at "nice" values on y and
+at sample indices on x. :meth:`Curve.reference` is the numpy twin.
 
 Everything that depends on the values is computed on the device in the frame
-that draws them: the value range (the heatmap's stats pass, then the resolve
-pass), the EMA and the last finite sample (curve_smooth.comp, one invocation in
-sample order); the title shows what the frame read back.
+that draws them: the value range (the heatmap's stats pass, or on a log axis
+curve_logstats.comp, then the resolve pass), the EMA and the last finite sample
+(curve_smooth.comp, a blocked scan), the ticks and their labels (curve_ticks.comp,
+from the range the frame resolved; curve_axes.comp draws them); the title shows
+what the frame read back.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-from .. import chrome
+from .. import chrome, glyphs
 from .._arrays import as_float32
-from . import _exact
-from ..engine.shaders.params import CURVE as CV, HEATMAP as HM
-from ._base import RangedView, pipeline, record_range_pass, resolve_range
+from . import _curveaxes as axes_, _exact
+from ..engine.shaders.params import CURVE as CV, HEATMAP as HM, RANGE as RG
+from ._base import RangedView, groups_1d, pipeline, range_mode, record_range_pass, resolve_range
 from ._source import Source
 from .heatmap import RANGE_BINDINGS, STATS_BINDINGS, record_stats_pass
 
@@ -34,6 +41,38 @@ NO_ROWS = 0xFFFFFFFF
 BACKGROUND = (22, 22, 26, 255)
 RAW_COLOR = (120, 160, 200, 255)
 SMOOTH_COLOR = (255, 127, 14, 255)
+TEXT_COLOR = chrome.DIM  # tick labels
+AXIS_COLOR = (90, 90, 100, 255)  # axis lines and tick marks
+GRID_COLOR = (38, 38, 45, 255)  # grid lines across the plot at the ticks, under the trace
+Y_CHARS = 7  # the y gutter's width in glyph cells: the longest y label drawn
+MIN_PLOT_W = 64  # a panel narrower than its gutter and this draws no axes
+
+
+@lru_cache(maxsize=1)
+def _label_glyphs() -> tuple[int, int, int, int]:
+    """The atlas's glyph indices of '0' (the digits follow it), '.', the minus sign and 'e'."""
+    return tuple(int(g) for g in glyphs.encode("0.−e"))
+
+
+def scan_chunk(n: int) -> int:
+    """Samples per chunk of the EMA's blocked scan (curve_smooth.comp): 256, or for a longer
+    trace the power of two at or above its square root, so the serial combine stays short."""
+    chunk = 256
+    while chunk * chunk < n:
+        chunk *= 2
+    return chunk
+
+
+def _power(a, t: int):
+    """``a^t`` by squaring as curve_smooth.comp's ``power``, each product flushed."""
+    f = axes_.f
+    r, b = F32(1.0), F32(a)
+    while t:
+        if t & 1:
+            r = f(r * b)
+        b = f(b * b)
+        t >>= 1
+    return r
 
 
 def ema_weights(alpha: float) -> tuple:
@@ -41,25 +80,38 @@ def ema_weights(alpha: float) -> tuple:
     return F32(alpha), F32(1.0 - float(F32(alpha)))
 
 
-def ema32(values: np.ndarray, alpha: float) -> np.ndarray:
+def ema32(values: np.ndarray, alpha: float, log_y: bool = False) -> np.ndarray:
     """The debiased EMA curve_smooth.comp computes, bit for bit: ``m_k = alpha * m_(k-1) +
     (1 - alpha) * x_k`` from ``m_0 = 0`` and ``y_k = m_k * (1 / (1 - alpha^k))`` over the finite
     samples in float32, each product and sum flushed, the reciprocal by
-    :func:`~caliper_vk.views._exact.recip_unit`; NaN at non-finite samples."""
+    :func:`~caliper_vk.views._exact.recip_unit`; NaN at non-finite samples. As the shader, in
+    blocks of :func:`scan_chunk` samples: each chunk's sum from zero, the carries combined in
+    order (``M_(j+1) = alpha^t_j * M_j + m_j``, ``P_(j+1) = P_j * alpha^t_j``), then each chunk
+    run again from its carry. ``log_y``: the log2 of each y (:func:`_curveaxes.log2_exact`),
+    NaN where y <= 0."""
     a, b = ema_weights(alpha)
     v = np.asarray(values, F32).reshape(-1)
     finite = _exact.classify(v) == _exact.FINITE
-    x = _exact.ftz(np.where(finite, v, F32(0)))
+    x = _exact.ftz(np.where(finite, v, F32(0))).tolist()
     out = np.full(v.shape, np.nan, F32)
-    idx = np.flatnonzero(finite)
-    ftz, recip, one = _exact.ftz, _exact.recip_unit, F32(1.0)
-    m, p = F32(0.0), F32(1.0)
-    ys = []
-    for i in idx.tolist():
-        m = ftz(F32(ftz(F32(a * m)) + ftz(F32(b * x[i]))))
-        p = ftz(F32(a * p))
-        ys.append(ftz(F32(m * recip(ftz(F32(one - p))))))
-    out[idx] = ys
+    f, recip, one = axes_.f, _exact.recip_unit, F32(1.0)
+    chunk = scan_chunk(v.size)
+    blocks = [np.flatnonzero(finite[at:at + chunk]).tolist() for at in range(0, v.size, chunk)]
+    carries, m_in, p_in = [], F32(0.0), F32(1.0)
+    for j, idx in enumerate(blocks):  # stages 0 and 1: each chunk from zero, then the carries
+        m = F32(0.0)
+        for i in idx:
+            m = f(f(a * m) + f(b * F32(x[j * chunk + i])))
+        carries.append((m_in, p_in))
+        decay = _power(a, len(idx))
+        m_in, p_in = f(f(decay * m_in) + m), f(p_in * decay)
+    for j, idx in enumerate(blocks):  # stage 2: each chunk again from its carry
+        m, p = carries[j]
+        for i in idx:
+            m = f(f(a * m) + f(b * F32(x[j * chunk + i])))
+            p = f(a * p)
+            y = f(m * recip(f(one - p)))
+            out[j * chunk + i] = (axes_.log2_exact(y) if y > 0 else np.nan) if log_y else y
     return out
 
 
@@ -70,15 +122,29 @@ class Curve(RangedView):
     ----------
     data : array-like, 1-D (any shape is flattened)
     value_range : "auto" | "symmetric" | (lo, hi)
+        With ``log_y``: ``"auto"`` (over the values > 0) or ``(lo, hi)`` with ``0 < lo``.
     smoothing : float, optional
         EMA weight in (0, 1) for a smoothed line drawn over the raw trace.
+    log_y : bool
+        Draw the values on a log axis (the dashboard's name); values <= 0 are not drawn and
+        are counted (``stats["nonpositive"]``, on the title).
+    axes : bool
+        Draw the axes (ticks and labels in a gutter left of and below the trace) when the
+        panel has room for them.
     """
 
-    def __init__(self, data=None, *, value_range="auto", smoothing: float | None = None):
+    def __init__(self, data=None, *, value_range="auto", smoothing: float | None = None,
+                 log_y: bool = False, axes: bool = True):
         super().__init__()
         resolve_range(np.zeros(1, F32), value_range)
         if smoothing is not None and not 0.0 < smoothing < 1.0:
             raise ValueError(f"smoothing must be in (0, 1) (an EMA weight), got {smoothing!r}")
+        if log_y:
+            mode, lo, _ = range_mode(value_range)
+            if mode == RG.MODE_SYMMETRIC or (mode == RG.MODE_FIXED and not lo > 0):
+                raise ValueError(f"a log axis draws values > 0: value_range {value_range!r} must be "
+                                 "'auto' or (lo, hi) with lo > 0 (or leave log_y off)")
+        self.log_y, self.axes = bool(log_y), bool(axes)
         self.value_range, self.smoothing = value_range, smoothing
         self.source = Source(np.zeros(0, F32))
         self.last_value = None  # the last finite sample the last frame read (finish)
@@ -97,36 +163,86 @@ class Curve(RangedView):
     def _smooth(self) -> np.ndarray:
         if self.smoothing is None:
             return np.zeros(0, F32)
-        return ema32(self.data, self.smoothing)
+        return ema32(self.data, self.smoothing, self.log_y)
+
+    def gutter(self, width: int, height: int) -> tuple[int, int]:
+        """(width of the y gutter, height of the x gutter) in a ``width x height`` panel: (0, 0)
+        without axes, or when the plot would be narrower than ``MIN_PLOT_W`` or lower than two
+        glyph cells."""
+        cw, ch = chrome.cell()
+        gw, gh = Y_CHARS * cw + CV.TICK_LEN + 2, ch + CV.TICK_LEN + 1
+        if not self.axes or width - gw < MIN_PLOT_W or height - gh < 2 * ch:
+            return 0, 0
+        return gw, gh
 
     def range_last(self) -> int:
-        return max(self.rect.height - 1, 1) if self.rect is not None else 1
+        if self.rect is None:
+            return 1
+        return max(self.rect.height - self.gutter(self.rect.width, self.rect.height)[1] - 1, 1)
+
+    def range_spec(self) -> tuple[int, float, float]:
+        """(mode, fixed lo, fixed hi) of the range in axis units: a fixed range on a log axis
+        is resolved from the log2 of its ends (the twin's :func:`_curveaxes.log2_exact`)."""
+        mode, lo, hi = range_mode(self.value_range)
+        if self.log_y and mode == RG.MODE_FIXED:
+            lo, hi = float(axes_.log2_exact(F32(lo))), float(axes_.log2_exact(F32(hi)))
+        return mode, lo, hi
+
+    def on_axis(self, values) -> np.ndarray:
+        """The values as the trace draws them: themselves, or on a log axis their log2 (NaN
+        for a value <= 0)."""
+        return axes_.log2_values(values) if self.log_y else np.asarray(values, F32).reshape(-1)
+
+    def reference_range(self, values=None, last=None) -> tuple:
+        mode, flo, fhi = self.range_spec()
+        kmin, kmax = (_exact.NO_KEY, 0) if mode == RG.MODE_FIXED else _exact.finite_keys(
+            self.on_axis(self.data if values is None else values))
+        return _exact.device_range(mode, kmin, kmax, flo, fhi, self.range_last() if last is None else last)
 
     def params(self, width: int, height: int, rect_x: int = 0, rect_y: int = 0, base: int = 0,
                dtype: int = 0) -> np.ndarray:
         n = self.source.array.size
+        gw, gh = self.gutter(width, height)
+        pw, ph = width - gw, height - gh
         p = CV.new()
-        p[CV.N], p[CV.BASE], p[CV.DTYPE], p[CV.W], p[CV.H] = n, base, dtype, width, height
-        p[CV.RECT_X], p[CV.RECT_Y] = rect_x, rect_y
+        p[CV.N], p[CV.BASE], p[CV.DTYPE], p[CV.W], p[CV.H] = n, base, dtype, pw, ph
+        p[CV.RECT_X], p[CV.RECT_Y] = rect_x + gw, rect_y
         f = p.view(F32)
         if self.smoothing is not None:
             f[CV.ALPHA], f[CV.BETA] = ema_weights(self.smoothing)
-        f[CV.STEP] = (n - 1) / (width - 1) if width > 1 and n > 1 else 0.0
+        f[CV.STEP] = (n - 1) / (pw - 1) if pw > 1 and n > 1 else 0.0
         p[CV.SERIES] = 0 if n == 0 else (2 if self.smoothing is not None else 1)
         p[CV.BG] = _exact.pack_rgba(BACKGROUND)
         p[CV.COLOR0] = _exact.pack_rgba(RAW_COLOR)
         p[CV.COLOR1] = _exact.pack_rgba(SMOOTH_COLOR)
+        cw, ch = chrome.cell()
+        widest = min(CV.AX_CHARS, len(str(max(n - 1, 0))))  # no x label is longer
+        p[CV.AXES], p[CV.FULL_W], p[CV.FULL_H] = int(gw > 0), width, height
+        p[CV.GUTTER_W], p[CV.GUTTER_H] = gw, gh
+        p[CV.YTICKS] = max(1, min(CV.AX_TICKS - 1, ph // (3 * ch // 2)))
+        p[CV.XTICKS] = max(1, min(CV.AX_TICKS - 1, pw // ((widest + 2) * cw)))
+        p[CV.YCHARS], p[CV.XCHARS], p[CV.CELL_W], p[CV.CELL_H] = Y_CHARS, CV.AX_CHARS, cw, ch
+        p[CV.TEXT], p[CV.AXIS] = _exact.pack_rgba(TEXT_COLOR), _exact.pack_rgba(AXIS_COLOR)
+        p[CV.GRID] = _exact.pack_rgba(GRID_COLOR)
+        p[CV.G_ZERO], p[CV.G_DOT], p[CV.G_MINUS], p[CV.G_E] = _label_glyphs()
+        p[CV.CHUNK] = scan_chunk(n)
+        p[CV.CHUNKS] = -(-n // scan_chunk(n))
         return p
 
     # -- drawable protocol ----------------------------------------------------------------------------
     def legend(self) -> list:
         n = self.source.array.size
         last = self.last_value if self.shown_range is not None else self._reference_last()
+        nonpos = self.stats.get("nonpositive", 0)
+        warn = [(f"{nonpos} ≤ 0 not drawn (log y)  ", chrome.WARNING)] if nonpos else []
         if last is None:
-            return [(f"{n} samples, none finite" if n else "no samples", chrome.DIM)]
+            return [*warn, (f"{n} samples, none finite" if n else "no samples", chrome.DIM)]
         lo, hi = self.range
-        items = [(f"last {chrome.number(last)} · "
-                  f"y {chrome.number(lo)} … {chrome.number(hi)}", chrome.DIM)]
+        if self.log_y:  # the range is in log2 units: state it in values
+            lo, hi = 2.0 ** lo, 2.0 ** hi
+        items = [*warn, (f"last {chrome.number(last)} · "
+                         f"y {chrome.number(lo)} … {chrome.number(hi)}{' log' if self.log_y else ''}",
+                         chrome.DIM)]
         if self.smoothing is not None:
             items += [("  ", chrome.DIM), chrome.Swatch(RAW_COLOR), (" raw ", chrome.DIM),
                       chrome.Swatch(SMOOTH_COLOR), (f" EMA {self.smoothing:g} (debiased)", chrome.DIM)]
@@ -139,7 +255,7 @@ class Curve(RangedView):
         return float(_exact.ftz(data[finite[-1]])) if finite.size else None
 
     def _stats_params(self, base: int, dtype: int) -> np.ndarray:
-        """The heatmap stats pass's parameters: the values' finite min/max for the range."""
+        """The heatmap stats pass's parameters (a linear axis): the values' finite min/max."""
         lo, hi = self.count_bounds()
         p = HM.new()
         p[HM.N], p[HM.BASE], p[HM.DTYPE] = self.source.array.size, base, dtype
@@ -150,45 +266,87 @@ class Curve(RangedView):
         r = self.rect
         _, base, dtype = self._data_binding()
         self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype))
-        self._upload("stats_params", self._stats_params(base, dtype))
+        if not self.log_y:
+            self._upload("stats_params", self._stats_params(base, dtype))
         self._upload("range_params", self._range_params())
         n = self.source.array.size
         self._buffer("smooth", 4 * n if self.smoothing is not None and n else 16, host_visible=False)
+        self._buffer("scan", 4 * CV.SC_WORDS * max(1, -(-n // scan_chunk(n))), host_visible=False)
         self._buffer("columns", 2 * self.rect.width * 4, host_visible=False)
+        self._buffer("ticks", 4 * (CV.AX_SIZE + r.width + r.height), host_visible=False)
+        if "atlas" not in self._buffers:
+            self._upload("atlas", glyphs.atlas()[0].astype(np.uint32))
         self._buffer("stats", 4 * CV.CS_WORDS)
         self._dirty.clear()
-        if getattr(self, "_recorded_n", None) != n:
+        if getattr(self, "_recorded", None) != (n, self.rect.width, self.rect.height):
             self.stale = True
 
+    def _specialization(self, stage: int = 0) -> dict:
+        """The constants folded into the curve's pipelines: the log axis, the scan's stage."""
+        return CV.specialize(SPEC_LOGY=int(self.log_y), SPEC_STAGE=stage)
+
     def record_reads(self, rec) -> None:
-        """The value range, the EMA and the columns read the values: the first submission."""
+        """The value range, the EMA, the columns and the ticks read the values: the first
+        submission."""
         b = self._buffers
         self._drop_sets()
         data = self._bound["data"]
-        stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
-            [b["stats_params"], data, b["stats"]])
+        r = self.rect
+        n = self.source.array.size
+        gw, gh = self.gutter(r.width, r.height)
+        pw, ph = r.width - gw, r.height - gh
+        spec = self._specialization
+        if self.log_y:
+            stats = pipeline(self.device, "curve_logstats", STATS_BINDINGS, spec()).bind(
+                [b["params"], data, b["stats"]])
+        else:
+            stats = pipeline(self.device, "heatmap_stats", STATS_BINDINGS).bind(
+                [b["stats_params"], data, b["stats"]])
         resolve = pipeline(self.device, "range_resolve", RANGE_BINDINGS).bind([b["range_params"], b["stats"]])
-        smooth = pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 3).bind(
-            [b["params"], data, b["smooth"], b["stats"]])
-        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4).bind(
+        scan = [pipeline(self.device, "curve_smooth", ["uniform"] + ["buffer"] * 4, spec(stage)).bind(
+            [b["params"], data, b["smooth"], b["stats"], b["scan"]]) for stage in range(3)]
+        cols = pipeline(self.device, "curve_columns", ["uniform"] + ["buffer"] * 4, spec()).bind(
             [b["params"], data, b["smooth"], b["columns"], b["stats"]])
-        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "image"]).bind(
-            [b["params"], b["columns"], self.target])
-        self._sets = [cols, raster, stats, resolve, smooth]
+        raster = pipeline(self.device, "curve_raster", ["uniform", "buffer", "buffer", "image"]).bind(
+            [b["params"], b["columns"], b["ticks"], self.target])
+        ticks = pipeline(self.device, "curve_ticks", ["uniform", "buffer", "buffer"], spec()).bind(
+            [b["params"], b["stats"], b["ticks"]])
+        axes = pipeline(self.device, "curve_axes", ["uniform", "buffer", "buffer", "image"]).bind(
+            [b["params"], b["ticks"], b["atlas"], self.target])
+        self._sets = [raster, axes, cols, stats, resolve, ticks, *scan]
+        chunks = -(-n // scan_chunk(n)) if n else 0
         rec.fill(b["columns"], NO_ROWS)
-        record_stats_pass(rec, stats, b["stats"], self.source.array.size)
-        rec.dispatch(smooth, 1)
+        record_stats_pass(rec, stats, b["stats"], n)
+        rec.mark("curve stats")
+        if chunks:  # the EMA's blocked scan and the last finite sample (curve_smooth.comp)
+            rec.dispatch(scan[0], -(-chunks // 64))
+            rec.barrier()
+            rec.dispatch(scan[1], 1)
+            if self.smoothing is not None:
+                rec.barrier()
+                rec.dispatch(scan[2], -(-chunks // 64))
+            rec.mark("curve smoothing")
         record_range_pass(rec, resolve)
-        rec.dispatch(cols, -(-self.rect.width // 64), 2)
-        self._recorded_n = self.source.array.size
+        rec.dispatch(cols, -(-pw // 64), 2)
+        rec.mark("curve columns")
+        if gw:
+            rec.dispatch(ticks, 1)
+            rec.mark("curve ticks")
+        self._recorded = (n, r.width, r.height)
+        self._axes = (gw, gh, pw, ph)
 
     def record(self, rec) -> None:
-        rec.dispatch(self._sets[1], -(-self.rect.width // 16), -(-self.rect.height // 16))
+        gw, _, pw, ph = self._axes
+        rec.dispatch(self._sets[0], -(-pw // 16), -(-ph // 16))
+        if gw:  # the gutters' pixels, numbered (curve_axes.comp)
+            rec.dispatch(self._sets[1], *groups_1d(gw * self.rect.height + pw * self._axes[1], 64))
         self.stale = False
 
     def finish(self) -> None:
         s = self._stat_words(CV.CS_WORDS)
         self.stats = {"nan": s[CV.CS_NAN], "inf": s[CV.CS_INF]}
+        if self.log_y:
+            self.stats["nonpositive"] = s[CV.CS_NONPOS]
         self._read_range(s)
         # the last finite sample the frame read (the title's readout); None when there is none
         self.last_value = (float(np.uint32(s[CV.CS_LAST]).view(F32)) if s[CV.CS_LAST_INDEX] else None)
@@ -198,12 +356,72 @@ class Curve(RangedView):
         rgba, _ = self.reference_with_stats(width, height)
         return rgba
 
+    def reference_ticks(self, width: int, height: int) -> tuple[list, list]:
+        """The ticks curve_ticks.comp chooses for the current values in a ``width x height``
+        panel: ([(row, label)], [(column, label)]), a label None when it is not drawn."""
+        p = self.params(width, height)
+        pw, ph = int(p[CV.W]), int(p[CV.H])
+        lo, hi, scale = self.reference_range(self.data, last=max(ph - 1, 1))
+        ticks = axes_.log_ticks if self.log_y else axes_.linear_ticks
+        return (ticks(lo, hi, scale, ph - 1, int(p[CV.YTICKS]), Y_CHARS),
+                axes_.sample_ticks(int(p[CV.N]), pw, int(p[CV.XTICKS]), CV.AX_CHARS))
+
     def reference_with_stats(self, width: int, height: int):
         p = self.params(width, height)
+        gw, pw, ph = int(p[CV.GUTTER_W]), int(p[CV.W]), int(p[CV.H])
+        ticks = self.reference_ticks(width, height) if gw else ([], [])
+        plot, stats = self._reference_plot(p, pw, ph, ticks)
+        out = np.full((height, width), p[CV.BG], np.uint32)
+        if gw:
+            self._reference_axes(out, p, *ticks)
+        out[:ph, gw:] = plot
+        if self.log_y:
+            stats["nonpositive"] = int(((_exact.classify(self.data) == _exact.FINITE)
+                                        & ~(_exact.ftz(self.data) > 0)).sum())
+        return _exact.unpack_rgba(out.astype(np.uint32)), stats
+
+    def _reference_axes(self, out: np.ndarray, p, yticks: list, xticks: list) -> None:
+        """Draw the gutter into ``out`` (packed colours) as curve_axes.comp does: in reverse of
+        the shader's order of precedence, so that the first it finds is painted last."""
+        gw, ph, width = int(p[CV.GUTTER_W]), int(p[CV.H]), int(p[CV.FULL_W])
+        cw, ch, tick = int(p[CV.CELL_W]), int(p[CV.CELL_H]), CV.TICK_LEN
+        atlas = glyphs.atlas()[0].astype(np.uint32)
+        bg, fg, axis = (np.uint32(p[k]) for k in (CV.BG, CV.TEXT, CV.AXIS))
+
+        def label(text, x0, y0):
+            if text is None:
+                return
+            cov = atlas[glyphs.encode(text)].transpose(1, 0, 2).reshape(ch, len(text) * cw)
+            w = cov + (cov >> 7)
+            chans = [((bg >> sh & 255) * (256 - w) + (fg >> sh & 255) * w) >> 8 for sh in (0, 8, 16)]
+            out[y0:y0 + ch, x0:x0 + len(text) * cw] = (chans[0] | chans[1] << 8 | chans[2] << 16
+                                                       | np.uint32(0xFF000000))
+
+        for col, text in reversed(xticks):
+            xx = gw + col
+            if text is not None:
+                lw = len(text) * cw
+                label(text, min(max(xx - lw // 2, 0), width - lw), ph + 1 + tick)
+            out[ph + 1:ph + 1 + tick, xx] = axis
+        for row, text in reversed(yticks):  # a label owns its rows left of the tick marks
+            yy = ph - 1 - row
+            y0 = min(max(yy - ch // 2, 0), ph - ch)
+            out[y0:y0 + ch, :gw - 1 - tick] = bg
+            if text is not None:
+                label(text, gw - 2 - tick - len(text) * cw, y0)
+        for row, _ in yticks:
+            out[ph - 1 - row, gw - 1 - tick:gw - 1] = axis
+        out[:ph + 1, gw - 1] = axis
+        out[ph, gw - 1:] = axis
+
+    def _reference_plot(self, p, width: int, height: int, ticks=([], [])):
+        """The plot area (packed colours) and the NaN/Inf counts, as curve_columns.comp and
+        curve_raster.comp make them; grid lines at ``ticks`` (:meth:`reference_ticks`)."""
         step = np.uint32(p[CV.STEP]).view(F32)
         lo, _hi, scale = self.reference_range(self.data, last=max(height - 1, 1))
         n = int(p[CV.N])
-        series = [self.data] + ([self._smooth()] if self.smoothing is not None and n else [])
+        series = [self.on_axis(self.data)] + ([self._smooth()] if self.smoothing is not None and n else [])
+        raw = _exact.classify(self.data)
         stats = {"nan": 0, "inf": 0}
         ftz = _exact.ftz
         spans = []
@@ -221,14 +439,15 @@ class Curve(RangedView):
                     ok = cls[idx] == _exact.FINITE
                     if k == 0:
                         own = idx < b
-                        stats["nan"] += int((own & (cls[idx] == _exact.NAN)).sum())
-                        stats["inf"] += int((own & ~ok & (cls[idx] != _exact.NAN)).sum())
+                        stats["nan"] += int((own & ~ok & (raw[idx] == _exact.NAN)).sum())
+                        stats["inf"] += int((own & ~ok & (raw[idx] != _exact.NAN)
+                                             & (raw[idx] != _exact.FINITE)).sum())
                     if ok.any():
                         lo_row, hi_row = int(rows[idx][ok].min()), int(rows[idx][ok].max())
                 else:
                     if k == 0 and c < n:  # fewer samples than columns: column c counts sample c
-                        stats["nan"] += int(cls[c] == _exact.NAN)
-                        stats["inf"] += int(cls[c] in (_exact.POSINF, _exact.NEGINF))
+                        stats["nan"] += int(raw[c] == _exact.NAN)
+                        stats["inf"] += int(raw[c] in (_exact.POSINF, _exact.NEGINF))
                     v0 = _interp(values, cls, c, step, n)
                     v1 = _interp(values, cls, c + 1, step, n) if c + 1 < width else None
                     if v0 is not None:
@@ -241,13 +460,15 @@ class Curve(RangedView):
             spans.append(span)
         up = (height - 1 - np.arange(height))[:, None]
         out = np.full((height, width), p[CV.BG], np.uint32)
+        out[[height - 1 - row for row, _ in ticks[0]], :] = p[CV.GRID]
+        out[:, [col for col, _ in ticks[1]]] = p[CV.GRID]
         colors = (p[CV.COLOR0], p[CV.COLOR1])
         for k, span in enumerate(spans):
             valid = span != NO_ROWS
             lo_r = (span & np.uint64(0xFFFF)).astype(np.int64)[None, :]
             hi_r = (span >> np.uint64(16)).astype(np.int64)[None, :]
             out = np.where(valid[None, :] & (up >= lo_r) & (up <= hi_r), colors[k], out)
-        return _exact.unpack_rgba(out.astype(np.uint32)), stats
+        return out, stats
 
 
 def _interp(values, cls, c: int, step, n: int):

@@ -6,7 +6,9 @@
 // (x = column * step, step = (n - 1) / (width - 1) made on the host). Rows come
 // from round((v - lo) * scale) with the exact-path rules, over the range the
 // frame's resolve pass wrote (stats words ST_LO, ST_SCALE). A column whose samples
-// are all NaN/Inf covers no rows: a missing measurement stays visibly missing.
+// are all NaN/Inf covers no rows: a missing measurement stays visibly missing. On a log axis
+// (SPEC_LOGY) a sample draws at its log2 (on_axis, curve_log.glsl) and one <= 0 is not drawn (the
+// stats pass counts it); the NaN/Inf counts always come from the raw samples.
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
@@ -14,6 +16,7 @@ layout(local_size_x = 64) in;
 #include "heatmap_params.glsl"  // the stats words of the heatmap stats pass (ST_LO, ST_SCALE)
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
+#include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)
 layout(std430, binding = 1) readonly buffer Data { uint data[]; };
 layout(std430, binding = 2) readonly buffer Smooth { float smoothed[]; };
 layout(std430, binding = 3) buffer Columns { uint columns[]; };  // [series * width + column]
@@ -23,7 +26,11 @@ layout(std430, binding = 4) buffer Stats { uint stats[]; };
 #include "input.glsl"
 
 float sample_at(uint series, uint i) {
-    return series == 0u ? load_input(P(CV_BASE), P(CV_DTYPE), i) : smoothed[i];
+    return series == 0u ? on_axis(load_input(P(CV_BASE), P(CV_DTYPE), i)) : smoothed[i];
+}
+
+uint raw_class(uint i) {
+    return classify(load_input(P(CV_BASE), P(CV_DTYPE), i));
 }
 
 uint row_of(float v) {
@@ -60,9 +67,10 @@ void main() {
         uint infs = 0u;
         for (uint i = a; i <= min(b, n - 1u); ++i) {
             float v = sample_at(series, i);
-            uint cls = classify(v);
-            if (cls != CLASS_FINITE) {
-                if (i < b) { if (cls == CLASS_NAN) bad += 1u; else infs += 1u; }
+            if (classify(v) != CLASS_FINITE) {
+                uint cls = series == 0u && i < b ? raw_class(i) : CLASS_FINITE;
+                if (cls == CLASS_NAN) bad += 1u;
+                else if (cls != CLASS_FINITE) infs += 1u;
                 continue;
             }
             uint r = row_of(v);
@@ -73,7 +81,7 @@ void main() {
         if (series == 0u && infs != 0u) atomicAdd(stats[CS_INF], infs);
     } else {
         if (series == 0u && c < n) {  // fewer samples than columns: column c counts sample c
-            uint cls = classify(sample_at(0u, c));
+            uint cls = raw_class(c);
             if (cls == CLASS_NAN) atomicAdd(stats[CS_NAN], 1u);
             else if (cls != CLASS_FINITE) atomicAdd(stats[CS_INF], 1u);
         }

@@ -1,14 +1,17 @@
 #version 450
 // Curve, pass 2: one invocation per panel pixel; a series colours the pixel when
 // its row span in this column holds it. The smoothed series (drawn second) sits
-// on top of the raw trace, which always stays visible around it.
+// on top of the raw trace, which always stays visible around it. With axes, a faint grid line
+// runs across the plot at each tick (the row and column words of curve_ticks.comp), under the
+// trace, as the dashboard's plots have.
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 #include "curve_params.glsl"
 
 layout(std140, binding = 0) uniform Params { uvec4 PV[CV_VEC4S]; };
 layout(std430, binding = 1) readonly buffer Columns { uint columns[]; };
-layout(rgba8ui, binding = 2) uniform writeonly uimage2D target;
+layout(std430, binding = 2) readonly buffer Ticks { uint ticks[]; };
+layout(rgba8ui, binding = 3) uniform writeonly uimage2D target;
 
 void main() {
     uint x = gl_GlobalInvocationID.x;
@@ -18,6 +21,10 @@ void main() {
     if (x >= w || y >= h) return;
     uint up = h - 1u - y;
     uint c = P(CV_BG);
+    if (P(CV_AXES) != 0u && ((ticks[AX_SIZE + y] & AX_MARK) != 0u
+                             || (ticks[AX_SIZE + P(CV_FULL_H) + P(CV_GUTTER_W) + x] & AX_MARK) != 0u)) {
+        c = P(CV_GRID);
+    }
     for (uint k = 0u; k < P(CV_SERIES); ++k) {
         uint span = columns[k * w + x];
         if (span != NO_ROWS && up >= (span & 0xFFFFu) && up <= (span >> 16)) {
