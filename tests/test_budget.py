@@ -177,6 +177,15 @@ def test_budget_counts_writes_made_without_due():
     assert r.caliper / r.wall <= 0.10 * 1.03
 
 
+def test_budget_totals_are_everything_it_counted_once():
+    # the undecayed totals: each span once (a write inside a due() span is the span's), and
+    # every frame's device time; the oracle adds the same time up on its own
+    r = simulate(0.05, 800, train_s=0.010, frame_s=0.001, probe_s=0.001, write_s=0.0005, device_s=0.004)
+    frames_run = sum(1 for i, _ in r.drawn if i < 800)  # (a frame runs during the step after it)
+    assert r.b.device_total == pytest.approx(0.004 * frames_run)
+    assert r.b.host_total + r.b.device_total == pytest.approx(r.caliper, rel=1e-9)
+
+
 def test_budget_counts_frames_executed_on_a_cpu_device():
     # lavapipe: each frame also runs 4 ms on the training's cores, beside 1 ms on the training thread
     r = simulate(0.05, 3000, train_s=0.010, frame_s=0.001, probe_s=0.001, device_s=0.004)

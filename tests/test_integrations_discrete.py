@@ -70,3 +70,38 @@ def test_probes_on_a_discrete_device_cross_nothing_to_the_host_per_frame(monkeyp
         assert probes.buffers["attn"].shape == (2, 12, 12) and not probes.failures
         rows = probes.buffers["attn"].cpu().sum(-1)
         assert (rows - 1).abs().max() < 1e-5  # the weights the probe asked for: softmax rows
+
+
+def test_recorded_probes_and_a_logged_loss_make_no_blocking_transfer(monkeypatch, device, tmp_path):
+    """With a run, every step's probes recorded and the loss logged: copied to the host without
+    waiting (record.stage), written when they have arrived."""
+    from caliper_vk.record import Recorder, load_run
+
+    monkeypatch.setenv(discrete.EMULATE_ENV, "discrete")
+    torch.manual_seed(0)
+    model = on_device(Tiny())
+    example = torch.randint(0, 20, (1, 12)).as_subclass(discrete.DeviceTensor)
+    with discrete.emulate(), cv.Session(window=False, size=(320, 200), budget=None) as s:
+        probes = _LightningProbes(attention=["attn"], outputs=["mlp.1"], session=s, record_every=1,
+                                  example=example)
+        probes.start(model, None)
+        probes.run_dir = tmp_path / "run"  # (start() would add watch, which needs an optimizer)
+        probes.rec = Recorder(probes.run_dir)
+        monkeypatch.setattr(s, "due", lambda step=None: False)  # recording alone (drawing: the test above)
+        for step in range(1, 4):
+            probes.rec.advance()
+            loss = discrete.to_device(torch.tensor(2.0 / step))
+            with discrete.transfers() as t:
+                probes.log({"train_loss": loss})
+                probes.after_step(step)
+            assert t.blocking == 0, [e for e in t.events if e.blocking]  # nothing waits for the device
+            assert t.asynchronous >= 3  # the loss and the two probes, copied without waiting
+        with discrete.transfers() as old:
+            probes._probe()["mlp.1"][1].cpu()  # negative control: the copy rec.probe made before
+        assert old.blocking == 1
+        probes.close()
+        probes.rec.close()
+    run = load_run(tmp_path / "run")
+    assert run.metrics["train/loss"].step.tolist() == [1, 2, 3]
+    assert [f.step for f in run.arrays["outputs/mlp.1"]] == [1, 2, 3]
+    assert run.arrays["attention/attn"][0].array.shape == (2, 12, 12)

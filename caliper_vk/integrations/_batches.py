@@ -38,13 +38,16 @@ def metric_name(name: str) -> str:
 
 
 def scalars(metrics: dict) -> dict:
-    """The finite-or-not single numbers among ``metrics`` (tensors of one element, floats, ints)."""
+    """The single numbers among ``metrics``, named in the recorder's convention: floats and ints as
+    floats, one-element tensors as detached tensors on their device, never read here (a read is a
+    wait for the device: the recorder and the loss curve take them when they have arrived)."""
     out = {}
     for k, v in metrics.items():
         if hasattr(v, "numel"):
             if v.numel() != 1:
                 continue
-            v = float(v.detach().float().cpu().item())
+            out[metric_name(k)] = v.detach()
+            continue
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             continue
         out[metric_name(k)] = float(v)

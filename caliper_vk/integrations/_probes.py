@@ -18,8 +18,9 @@ optimizer step:
    thread counts in the budget.
 2. ``session.step(step)`` (in a job: the gather's step, see :mod:`._job`).
 3. Every ``record_every`` steps the probe arrays are also recorded into the run
-   (``rec.probe``: the one host copy, at recorded steps only), with the same
-   example, so recorded frames are comparable across steps.
+   (``rec.probe``: the one host copy, at recorded steps only, made without waiting
+   and written when it has arrived), with the same example, so recorded frames are
+   comparable across steps.
 
 Each probe fails alone: an error in one (a module that returned no tensor, an
 attention module without weights) is shown on its own panel (its title, or a
@@ -39,6 +40,7 @@ import numpy as np
 
 from ..live.budget import DEFAULT_BUDGET
 from .._log import logger
+from ..record.stage import Staging
 from . import _bounds as bounds
 from ._batches import _empty, _sharded, _to, first_example, first_tensor, scalars
 from ._job import Job, in_job
@@ -98,6 +100,7 @@ class Probes:
         self.forward_error: str | None = None  # the probe forward failed for good: why
         self.curve = None
         self.losses: list[float] = []
+        self._arriving = Staging()  # logged loss tensors on their way to the curve (no wait)
         self._captured: dict = {}
         self._basis = None
         self._rows = None
@@ -184,12 +187,18 @@ class Probes:
         s = self.session
         started = None if s is None else s.budget.clock()
         values = scalars(metrics)
-        if "train/loss" in values and math.isfinite(values["train/loss"]):
-            self.losses.append(values["train/loss"])
+        loss = values.get("train/loss")
+        if loss is not None and self.loss_curve:  # the curve's point when the value has arrived
+            self._arriving.put(loss.reshape(1).float() if hasattr(loss, "reshape") else None,
+                               lambda a, v=loss: self._arrived(v if a is None else float(a[0])))
         if self.rec is not None and values:
-            self.rec.log(values)
+            self.rec.log(values)  # tensors are copied to the host without waiting (record.stage)
         if started is not None:
             s.budget.charge(started)  # the training thread's time: Caliper's
+
+    def _arrived(self, loss: float) -> None:
+        if math.isfinite(loss):
+            self.losses.append(loss)
 
     def after_step(self, step: int) -> None:
         """An optimizer step ended: probe (when a frame is due or the probes are recorded), draw,
@@ -197,10 +206,10 @@ class Probes:
         s, job = self.session, self.job
         if not self._started or (s is None and job is None):
             return
-        started = None if s is None else s.budget.clock()
         recording = self.run_dir is not None and self.record_every > 0 and step % self.record_every == 0
         usable = self.example is not None and self.example is not False
-        drawing = s is not None and s.due(step)
+        drawing = s is not None and s.due(step)  # (due() counts its own time)
+        started = None if s is None else s.budget.clock()
         if job is not None:  # the same answer on every rank, or a probe forward would mismatch collectives
             drawing, stop = job.decide(drawing, stop=not usable or self.forward_error is not None)
             usable = usable and not stop
@@ -213,9 +222,10 @@ class Probes:
                 if drawing:
                     self._draw(arrays)
                 if recording and self.rec is not None:
+                    at = self.rec.step  # written when the copy has arrived (record.stage): no wait
                     for name, (kind, a, _) in arrays.items():
-                        self.rec.probe(f"{kind}/{name}", a.cpu().numpy(), module=name, example=EXAMPLE,
-                                       kind=kind)
+                        self.rec.stage(a, lambda v, name=name, kind=kind: self.rec.probe(
+                            f"{kind}/{name}", v, module=name, example=EXAMPLE, kind=kind, step=at))
             elif drawing:
                 self._draw({})  # the loss curve, and the failures so far
         except Exception as exc:  # a probe must never stop training
@@ -430,6 +440,7 @@ class Probes:
         if s is None:
             return
         self._show_failures(s)
+        self._arriving.poll()
         if self.loss_curve and self.losses:
             if self.curve is None:
                 from ..views import Curve

@@ -171,6 +171,10 @@ class Budget:
         self._busy = False  # a frame was in flight when the current step interval began
         self._busy_train, self._busy_steps = 0.0, 0
         self._device_spent = 0.0  # device time counted into spent since the last entry
+        # Everything counted since the session began, as it is counted (never decayed): Caliper's
+        # time on the training thread, and the frames' device time (or what training lost to them)
+        self.host_total = 0.0
+        self.device_total = 0.0
 
     # -- what the session reports ---------------------------------------------------------
     @property
@@ -216,7 +220,9 @@ class Budget:
             return  # inside a due() span: counted with it
         if self.thread is not None and threading.get_ident() != self.thread:
             return  # a producer thread's writes are not the training thread's time
-        self.spent += self.clock() - started
+        took = self.clock() - started
+        self.spent += took
+        self.host_total += took
 
     charge = wrote  # any other Caliper work on the training thread (a callback recording probes)
 
@@ -235,6 +241,7 @@ class Budget:
         charge = seconds if lost is None else max(seconds, lost)
         self.spent += charge
         self._device_spent += charge
+        self.device_total += charge
         self._executed += 1
         if self._executed == 1:
             return  # the first frame compiles the shaders (llvmpipe JITs them): not a typical cost
@@ -249,6 +256,7 @@ class Budget:
         if self.opened is not None:
             self._span = now - self.opened
             self.spent += self._span
+            self.host_total += self._span
             self.opened = None
         else:
             self._span = 0.0
@@ -281,6 +289,7 @@ class Budget:
         ``inflight``: whether a frame is still running after this step (default: ``drew``)."""
         took = self.clock() - entered
         self.spent += took
+        self.host_total += took
         self._busy = drew if inflight is None else inflight
         self.answer = None
         if drew:

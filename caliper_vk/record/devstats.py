@@ -270,7 +270,7 @@ def histogram_device(values, bins: int, lo: float, hi: float):
     inf = math.inf
     for (piece,) in _pieces(x):
         f = piece.to(torch.float32)
-        idx = torch.bucketize(f, bounds, right=True)  # 0: below; j: bin j-1; NaN: bins
+        idx = torch.bucketize(f, bounds, right=True, out_int32=True)  # 0: below; j: bin j-1; NaN: bins
         counts = torch.bincount(idx, minlength=bins + 1)
         nan = torch.isnan(f).sum()
         above = (f > top).sum()  # includes +Inf (sits in index bins)
