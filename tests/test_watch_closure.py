@@ -173,3 +173,58 @@ def test_hf_trainer_with_gradient_accumulation_records_the_accumulated_gradient(
     theirs = {h["step"]: float(h["grad_norm"]) for h in trainer.state.log_history if "grad_norm" in h}
     assert sorted(theirs) == [1, 2, 3, 4]
     assert_same(recorded(tmp_path / "run"), theirs)
+
+
+def test_an_optimizer_that_never_calls_the_closure_is_measured_after_its_step(tmp_path):
+    """A step given a closure it does not call (an optimizer of its own making): the gradients the
+    caller made before the step are the ones it used, and the post-step hook measures them."""
+    class Ignores(torch.optim.SGD):
+        def step(self, closure=None):
+            return super().step()
+
+    model, (x, y) = net(), data()
+    opt = Ignores(model.parameters(), lr=0.5)
+    rec = cv.Recorder(tmp_path / "run")
+    cv.watch(model, opt, rec, histograms_every=None)
+    used, called = {}, []
+    for step in range(1, 4):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        used[step] = global_norm(model.parameters())
+        opt.step(lambda: called.append(1))
+    rec.close()
+    assert called == []
+    assert_same(recorded(tmp_path / "run"), used)
+
+
+def test_the_measurement_inside_the_step_is_counted_by_the_budget_and_the_closure_is_not(tmp_path,
+                                                                                          monkeypatch):
+    """The hooks' time is what the recording budget counts: with a closure, the measurement taken
+    after it is the hooks' time, the closure's own forward and backward is the training's. A
+    virtual clock: each norm computation takes 30 ms, each closure 400 ms."""
+    import importlib
+    import types
+
+    watch_module = importlib.import_module("caliper_vk.record.watch")  # (the module, not the function)
+
+    now = [0.0]
+    monkeypatch.setattr(watch_module, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    norms = watch_module.devstats.norms
+
+    def slow_norms(tensors):
+        now[0] += 0.03
+        return norms(tensors)
+
+    monkeypatch.setattr(watch_module.devstats, "norms", slow_norms)
+    model, (x, y) = net(), data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    rec = cv.Recorder(tmp_path / "run")
+    w = cv.watch(model, opt, rec, histograms_every=None, update_ratio=False, memory=False)
+    for _ in range(3):
+        def closure():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            now[0] += 0.4
+        opt.step(closure)
+    rec.close()
+    assert w.budget.cheap == pytest.approx(0.06)  # the gradients' and the weights' norms; not the closure
