@@ -178,9 +178,15 @@ def test_hf_trainer_with_gradient_accumulation_records_the_accumulated_gradient(
 def test_an_optimizer_that_never_calls_the_closure_is_measured_after_its_step(tmp_path):
     """A step given a closure it does not call (an optimizer of its own making): the gradients the
     caller made before the step are the ones it used, and the post-step hook measures them."""
-    class Ignores(torch.optim.SGD):
+    class Ignores(torch.optim.Optimizer):  # (not calling SGD.step: torch hooks a parent's step too)
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        @torch.no_grad()
         def step(self, closure=None):
-            return super().step()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.add_(p.grad, alpha=-group["lr"])
 
     model, (x, y) = net(), data()
     opt = Ignores(model.parameters(), lr=0.5)
