@@ -118,7 +118,6 @@ class Sharding:
             return ()
         return (work,)
 
-
     def together(self, what: str, wait_s: float = TOGETHER_WAIT_S) -> None:
         """Before a call that runs collectives (a forward of a sharded model all-gathers its
         parameters): wait until every rank of the group (of the job, when the parameters have no

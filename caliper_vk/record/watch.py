@@ -61,7 +61,7 @@ from .._log import logger
 from . import devstats
 from .devstats import ActivationStats, unit_axis  # noqa: F401 (unit_axis: watch.unit_axis)
 from .recorder import Recorder
-from .shards import Unrecorded, local, sharding
+from .shards import TOGETHER_WAIT_S, Unrecorded, local, sharding
 from .thinning import RecordBudget
 
 EPS = 1e-12
@@ -660,10 +660,8 @@ class Watcher:
         On a sharded model (FSDP) the forward gathers the parameters from every rank, so every
         rank must call ``capture`` at the same point (the ranks that record nothing too): a rank
         that calls it alone raises, after waiting ``wait_s`` seconds (default
-        ``shards.TOGETHER_WAIT_S``) for the others, instead of hanging in the gather."""
+        ``TOGETHER_WAIT_S``, 60) for the others, instead of hanging in the gather."""
         import torch
-
-        from . import shards
 
         named = dict(self.model.named_modules())
         missing = [m for m in modules if m not in named]
@@ -671,7 +669,7 @@ class Watcher:
             raise KeyError(f"capture(): the model has no module(s) {missing}")
         target = self.model
         if self.shards is not None:  # every rank runs the forward, through the sharding wrapper (FSDP1's root)
-            self.shards.together("watch.capture()", shards.TOGETHER_WAIT_S if wait_s is None else wait_s)
+            self.shards.together("watch.capture()", TOGETHER_WAIT_S if wait_s is None else wait_s)
             target = self.wrapped
         captured = {}
         handles = [named[m].register_forward_hook(
