@@ -115,8 +115,10 @@ def test_the_negative_control_measuring_before_the_closure_is_one_step_late(tmp_
     assert 1 not in seen and seen[2] == pytest.approx(used[1]) and seen[2] != pytest.approx(used[2])
 
 
-@pytest.mark.parametrize("accumulate", [1, 2])
-def test_lightning_records_the_gradients_each_step_uses(tmp_path, accumulate):
+@pytest.mark.parametrize(("accumulate", "clip"), [(1, None), (2, None), (1, 0.05)])
+def test_lightning_records_the_gradients_each_step_uses(tmp_path, accumulate, clip):
+    """Lightning calls ``on_before_optimizer_step`` inside the closure, then clips
+    (``gradient_clip_val``): the update uses the clipped gradients, and so do the norms."""
     pl = pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is in requirements-dev.txt")
     from caliper_vk.integrations.lightning import CaliperCallback
 
@@ -143,10 +145,14 @@ def test_lightning_records_the_gradients_each_step_uses(tmp_path, accumulate):
     cb = CaliperCallback(outputs=(), attention=False, run_dir=tmp_path / "run", session=None, window=False,
                          budget=None)
     trainer = pl.Trainer(callbacks=[cb, Used()], max_steps=5, accumulate_grad_batches=accumulate,
+                         gradient_clip_val=clip,
                          accelerator="cpu", logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     trainer.fit(Module(), loader)
     assert sorted(used) == [1, 2, 3, 4, 5]
+    if clip is not None:
+        assert all(v > clip for v in used.values())  # every step clipped
+        used = {k: clip for k in used}  # (torch's clip_grad_norm_ scales to clip / (norm + 1e-6))
     assert_same(recorded(tmp_path / "run"), used)
 
 
