@@ -128,11 +128,15 @@ class _Series:
 
 
 class _Stream:
-    __slots__ = ("born", "steps")
+    __slots__ = ("born", "like_progress", "steps")
 
     def __init__(self, spool, born: int):
         self.steps = _Column(spool, "q")
         self.born = born  # the record that made it (series first logged together join it)
+        # every step so far is the progress table's step at the same index: when the lengths
+        # match at close, the series store the progress step column itself (the loader then
+        # shares it by reference instead of comparing ten million steps)
+        self.like_progress = born >= 0
 
 
 class ColumnSpool:
@@ -197,7 +201,7 @@ class ColumnSpool:
         if g is not None and not placeholder and g[0] == tuple(values):
             st, group = g[1], g[2]
             if all(s.n == st.steps.n for s in group):  # the usual record: the same series, in step
-                st.steps.append(step)
+                self._grow(st, step)
                 for s, v in zip(group, values.values(), strict=True):
                     s.values.push(v)
                     s.n += 1
@@ -239,11 +243,11 @@ class ColumnSpool:
                        and x.steps.last == step), None)
             if st is None:
                 st = _Stream(self, self._records)
-                st.steps.append(step)
+                self._grow(st, step)
             s.stream = st
             return
         if st.steps.n == s.n:  # it leads: the stream grows
-            st.steps.append(step)
+            self._grow(st, step)
         elif not (st.steps.n == s.n + 1 and st.steps.last == step):  # it left the stream
             own = _Stream(self, -1)
             for lo in range(0, s.n, CHUNK):
@@ -251,6 +255,14 @@ class ColumnSpool:
                     own.steps.append(v)
             own.steps.append(step)
             s.stream = own
+
+    def _grow(self, st: _Stream, step: int) -> None:
+        """Append ``step`` to stream ``st`` (just noted in the progress table: it is the pending
+        entry, whose index is the number of entries flushed)."""
+        if st.like_progress:
+            p = self.pending
+            st.like_progress = p is not None and p[0] == step and st.steps.n == self.progress[0].n
+        st.steps.append(step)
 
     def _streams(self):
         seen = set()
@@ -271,8 +283,9 @@ class ColumnSpool:
     def write_columns(self, doc: dict, sidecar, defs: dict) -> None:
         """Fill ``doc["progress"]`` and ``doc["metrics"]`` with references to the columns, through
         ``sidecar`` (a :class:`~caliper_vk.record.runfile._SidecarWriter`)."""
-        steps, epochs, times = self._progress(sidecar)
-        doc["progress"] = {"step": steps, "epoch": epochs if self.epochs else None, "time": times}
+        progress_steps, epochs, times = self._progress(sidecar)
+        doc["progress"] = {"step": progress_steps, "epoch": epochs if self.epochs else None, "time": times}
+        entries = 0 if self.pending is None or self.disordered else self.progress[0].n + 1
         metrics = {}
         refs: dict = {}
         for name, s in self.series.items():
@@ -281,7 +294,8 @@ class ColumnSpool:
             if st.increasing or (s.n < st.n and _increasing(st.read(0, s.n))):
                 key = (id(st), s.n)
                 if key not in refs:  # series sharing a stream share its stored column
-                    refs[key] = sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n))
+                    refs[key] = (progress_steps if s.stream.like_progress and s.n == entries
+                                 else sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n)))
                 step_ref = dict(refs[key])
                 value_ref = sidecar.add_pieces(s.values.dtype, s.n, s.values.pieces())
                 pyr = _pyramid(s, st) if s.n >= pyramid.MIN_LENGTH else None
