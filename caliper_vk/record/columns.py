@@ -298,7 +298,7 @@ class ColumnSpool:
                                  else sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n)))
                 step_ref = dict(refs[key])
                 value_ref = sidecar.add_pieces(s.values.dtype, s.n, s.values.pieces())
-                pyr = _pyramid(s, st) if s.n >= pyramid.MIN_LENGTH else None
+                pyr = self._pyramid(s, st, sidecar) if s.n >= pyramid.MIN_LENGTH else None
             else:  # values logged for earlier steps: sorted as the log's reader sorts them
                 order = np.argsort(st.read(0, s.n), kind="stable")
                 steps, values = st.read(0, s.n)[order], s.values.read(0, s.n)[order]
@@ -308,9 +308,32 @@ class ColumnSpool:
             metrics[name] = {"unit": d.get("unit"), "description": d.get("description"), "goal": d.get("goal"),
                              "step": step_ref, "value": value_ref,
                              "placeholder_steps": sorted(set(s.placeholders))}
-            if pyr is not None:  # the dashboard draws a long series from it (record/pyramid.py)
+            if isinstance(pyr, dict):
+                metrics[name]["pyramid"] = pyr
+            elif pyr is not None:  # the dashboard draws a long series from it (record/pyramid.py)
                 metrics[name]["pyramid"] = pyramid.to_doc(pyr, lambda a: self._spooled(a, sidecar))
         doc["metrics"] = metrics
+
+    def _pyramid(self, s: _Series, steps: _Column, sidecar) -> dict:
+        """A series' min/max pyramid as ``run.json`` stores it, read back from its spooled columns
+        (values, and its ``steps`` where it has placeholders) a piece at a time; level 1 (``n``
+        bytes) goes to the spool as it is made, so only level 2 and up are ever in memory."""
+        ph = np.array(sorted(set(s.placeholders)), np.int64)
+        start, size = self.size, [0]
+
+        def spill(rows):
+            self.put(array.array("d", np.ascontiguousarray(rows, np.float64).tobytes()))
+            size[0] += rows.nbytes
+
+        def pieces():
+            for lo in range(0, s.n, pyramid.SCAN):
+                hi = min(lo + pyramid.SCAN, s.n)
+                yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
+
+        pyr = pyramid.build(pieces(), s.n, spill)
+        rows = pyramid.level_rows(s.n)[0]  # (written end to end: nothing else writes the spool meanwhile)
+        first = sidecar.add_pieces(np.float64, rows * 2, [(self.fd, start, size[0])], shape=(rows, 2))
+        return pyramid.to_doc(pyr, lambda a: self._spooled(a, sidecar), first)
 
     def _progress(self, sidecar):
         cols = self.progress
@@ -331,19 +354,6 @@ class ColumnSpool:
         return (sidecar.add(np.array(steps, np.int64)),
                 sidecar.add(np.array([table[s][0] for s in steps], np.float64)),
                 sidecar.add(np.array([table[s][1] for s in steps], np.float64)))
-
-
-def _pyramid(s: _Series, steps: _Column) -> pyramid.Pyramid:
-    """A series' min/max pyramid, read back from its spooled columns (values, and its ``steps``
-    where it has placeholders) a piece at a time."""
-    ph = np.array(sorted(set(s.placeholders)), np.int64)
-
-    def pieces():
-        for lo in range(0, s.n, pyramid.SCAN):
-            hi = min(lo + pyramid.SCAN, s.n)
-            yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
-
-    return pyramid.build(pieces(), s.n)
 
 
 def _merge(table: dict, step: int, epoch: float, time_: float) -> None:
