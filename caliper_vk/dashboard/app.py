@@ -178,7 +178,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
                  | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus
                  | imgui.WindowFlags_.no_background)  # the overlay's clear colour is the background
         imgui.begin("caliper view", None, flags)
-        imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders)
+        # its scrollbar always there: one that appeared when the readouts overflow would narrow
+        # the wrapped lines under it after the first frame (Dear ImGui decides it from the frame
+        # before), and the first frame drawn would not be the settled one
+        imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders,
+                          imgui.WindowFlags_.always_vertical_scrollbar)
         self._sidebar()
         imgui.end_child()
         imgui.same_line()
