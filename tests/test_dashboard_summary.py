@@ -8,11 +8,11 @@ import numpy as np
 
 import caliper_vk.dashboard.app as app
 from caliper_vk.dashboard import scalars, summary
-from caliper_vk.record import load_run
+from caliper_vk.record import load_run, pyramid
 from caliper_vk.record.run import Run, Series
 
-N, COUNT = 3000, 120  # 120 series: over summary.SUMMARY_TRACES; 3000 steps: drawn as pixel columns
-SPIKE = (5, 1000, 9.0)  # series 5 (not among the highest at the end) reaches 9 at step 1000
+N, COUNT = 20_000, 120  # 120 series: over summary.SUMMARY_TRACES; 20k steps: blocks of 16 per point
+SPIKE = (5, 10_001, 9.0)  # series 5 (not among the highest at the end) reaches 9 at step 1000
 
 
 def _run(tmp_path, spike: bool):
@@ -76,11 +76,15 @@ def test_many_series_draw_their_envelope_and_the_highest_named(tmp_path, monkeyp
     assert sorted(last) == sorted([f"all {COUNT} series", *highest])  # no other series is an item
     x, lo, hi = last[f"all {COUNT} series"]
     everything = np.stack(list(values.values()))
-    edges = np.linspace(0.0, N - 1.0, len(x) + 1)
-    for j in range(len(x)):  # every sample of every series is inside the band of its pixel column
-        inside = (np.arange(N) >= edges[j]) & ((np.arange(N) < edges[j + 1]) if j < len(x) - 1 else True)
-        if inside.any():
-            assert lo[j] <= everything[:, inside].min() and hi[j] >= everything[:, inside].max()
+    b = pyramid.FANOUT  # the whole run in a few hundred pixel columns: a point per block of 16 steps
+    assert len(x) == -(-N // b)
+    first = np.arange(len(x)) * b
+    assert np.array_equal(x, (first + np.minimum(first + b, N) - 1) * 0.5)
+    want_lo = np.minimum.reduceat(everything.min(0), first)
+    want_hi = np.maximum.reduceat(everything.max(0), first)
+    assert np.all(lo <= want_lo) and np.all(hi >= want_hi)  # every sample of every series is inside
+    exact = (lo == want_lo) & (hi == want_hi)
+    assert exact.mean() > 0.9 and np.all(exact | (hi - lo < 0.01))  # widened only where under a pixel
     assert np.nanmax(hi) >= SPIKE[2]  # the spike of a series not drawn on its own
     assert summary.rule_text(COUNT, 1, summary.TOP) in notes  # the rule, under the plot
 
@@ -109,3 +113,24 @@ def test_the_highest_are_ranked_by_their_last_measured_value():
     # b's last is NaN: 9 before it; c's 100 is a placeholder: 7; d has none: last
     assert summary.top_series([run], panel, 3) == [("r", "b"), ("r", "c"), ("r", "a")]
     assert summary.top_series([run], panel, 9)[-1] == ("r", "d")
+
+
+def test_a_block_band_is_exact_per_block_and_leaves_zoomed_in_views_to_pixel_columns():
+    n = 9000
+    steps = np.arange(n, dtype=np.int64) * 2
+    rng = np.random.default_rng(2)
+    series = []
+    for i in range(3):
+        v = rng.standard_normal(n)
+        v[100 * (i + 1)] = np.nan
+        ph = np.zeros(n, bool)
+        ph[7 + i] = True  # a placeholder is not a measurement
+        series.append(Series(f"s{i}", steps, v, ph))
+    assert summary.block_band(steps, series, 0.0, float(steps[-1]), 2000) is None  # 4.5 samples a column
+    x, lo, hi = summary.block_band(steps, series, 0.0, float(steps[-1]), 30)  # 300 a column: blocks of 256
+    b = pyramid.FANOUT ** 2
+    first = np.arange(-(-n // b)) * b
+    assert np.array_equal(x, (steps[first] + steps[np.minimum(first + b, n) - 1]) * 0.5)
+    measured = np.stack([np.where(s.placeholder | ~np.isfinite(s.value), np.nan, s.value) for s in series])
+    assert np.array_equal(lo, np.fmin.reduceat(np.nanmin(measured, 0), first))
+    assert np.array_equal(hi, np.fmax.reduceat(np.nanmax(measured, 0), first))

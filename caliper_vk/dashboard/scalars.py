@@ -160,8 +160,9 @@ class ScalarPanels:
 
     def _envelopes(self, panel: model.Panel, plot_w: int, lim) -> None:
         """A summarised panel's band per run: the least and the greatest measured value of all its
-        series in each pixel column of the view (or of the run's whole range when fitting), each
-        series read from its pyramid; kept per run, view and width (summary.py)."""
+        series over the view (or the run's whole range when fitting), per pyramid block narrower
+        than a pixel column (summary.block_band) or, zoomed in, per pixel column; kept per run,
+        view and width (summary.py)."""
         cols = LAYOUT_COLUMNS if self._layout_pass else plot_w
         for run in self.runs:
             series = [self._series(run, s) for k in panel.keys if len(s := run.metrics.get(k) or ())]
@@ -171,26 +172,45 @@ class ScalarPanels:
             x0, x1 = (min(e[0] for e in ends), max(e[1] for e in ends)) if lim is None else lim
             key = ("summary", id(run), panel.title, self.axis, x0, x1, cols)
             hit = self._cache.get(key)
+            if hit is None and self._layout_pass and self._wide:
+                # the undrawn pass: the bands reach the panel's extremes and no further (_pixel_tall),
+                # so one band over them fits the plot as the envelope will, for no reads
+                hit = [(np.array([x0, x1], np.float64), np.full(2, self._wide[0]), np.full(2, self._wide[1]))]
             if hit is None:
-                lo = hi = c = None
+                # series that share their x column: one band from their pyramids' blocks (exact per
+                # block, each narrower than a pixel column); the rest reduced per pixel column
+                shared: dict = {}
                 for t in series:
+                    if t["series"] is not None:
+                        shared.setdefault(id(t["x"]), (t["x"], []))[1].append(t["series"])
+                parts, rest = [], [t for t in series if t["series"] is None]
+                for x, group in shared.values():
+                    band = summary.block_band(x, group, x0, x1, cols)
+                    if band is None:  # zoomed in: few samples per pixel column, reduced exactly
+                        rest += [t for t in series if t["x"] is x]
+                    else:
+                        parts.append(band)
+                lo = hi = c = None
+                for t in rest:
                     if t["series"] is not None:
                         c, a, b = model.envelope_columns(t["x"], t["series"], x0, x1, cols, self._edges)
                     else:
                         c, a, b = model.reduce_columns(t["x"], self._measured(t), x0, x1, cols)
                     lo, hi = summary.fold(lo, hi, a, b)
-                hit = (c, lo, hi)
+                if c is not None:
+                    parts.append((c, lo, hi))
+                hit = parts
                 if not self._layout_pass:
                     for old in [k for k in self._cache if k[:3] == key[:3]]:  # views gone by
                         del self._cache[old]
                     self._cache[key] = hit
-            c, lo, hi = hit
-            if self._wide:
-                lo, hi = _pixel_tall(lo, hi, self._log_axis, self._wide)
             one = len(self.runs) == 1
             rgb = NEUTRAL if one else self._rgb(run)
             label = self._item(f"all {len(series)} series" + ("" if one else f" · {run.name}"), rgb)
-            implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.35))
+            for c, lo, hi in hit:  # (one part unless the series have different x columns: one item)
+                if self._wide:
+                    lo, hi = _pixel_tall(lo, hi, self._log_axis, self._wide)
+                implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.35))
 
     def _not_recorded_panel(self, panel: model.Panel, index: int) -> None:
         """A panel none of the runs shown has a sample of (another run's metric, a run hidden):
