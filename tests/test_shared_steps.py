@@ -94,3 +94,20 @@ def test_the_fallback_compares_every_step(tmp_path):
     columns = [a]
     assert builder._same_steps(b, columns) is b and len(columns) == 2
     assert builder._same_steps(a.copy(), columns) is a
+
+
+def test_step_range_follows_a_replaced_added_or_removed_series():
+    from caliper_vk.record.run import Run, Series
+
+    steps = np.arange(5, dtype=np.int64)
+    run = Run(name="r", status="complete", ended=True, progress_step=steps, progress_time=steps * 1.0)
+    run.metrics["a"] = Series("a", steps, np.ones(5), np.zeros(5, bool))
+    assert run.step_range == (0, 4)
+    run.metrics["a"].step = steps + 3  # the column replaced
+    assert run.step_range == (0, 7)
+    run.metrics["b"] = Series("b", steps + 10, np.ones(5), np.zeros(5, bool))  # one added
+    assert run.step_range == (0, 14)
+    del run.metrics["b"]
+    assert run.step_range == (0, 7)
+    run.progress_step = steps[:0]
+    assert run.step_range == (3, 7)

@@ -271,11 +271,12 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             if on and p.kind == "scalar":
                 keys.extend(p.keys)
         keys = [k for k in keys if any(k in run.metrics for run in self.runs)]  # not only hidden runs
+        at = [run.to_step(self.axis, self.cursor) for run in self.runs]  # (once, not per key)
         for key in keys[:24]:
             imgui.text(key)
             others: dict[str, list[str]] = {}  # runs without a value here: one line, not one each
-            for run in self.runs:
-                r = model.read_cursor(run, key, self.axis, self.cursor)
+            for run, step in zip(self.runs, at, strict=True):
+                r = model.read_cursor(run, key, self.axis, self.cursor, step)
                 if r.state != "value":
                     if len(self.runs) == 1:  # its own range said in full
                         others.setdefault(r.text, []).append(run.name)
