@@ -141,8 +141,11 @@ class ScalarPanels:
                     shade = series_rgb(rgb, j if few is None else rank[(run.name, key)], len(self.runs))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
                     # the legend names series once: with several runs the colour is the run's
-                    # (keyed in the sidebar) and the shade the series'
-                    self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
+                    # (keyed in the sidebar) and the shade the series'; a summary's few by run too
+                    if few is not None and len(self.runs) > 1:
+                        self._item(label, shade)
+                    else:
+                        self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)

@@ -55,7 +55,7 @@ def top_series(runs, panel, k: int = TOP) -> list[tuple[str, str]]:
 def rule_text(count: int, runs: int, shown: int) -> str:
     """The line under a summarised plot that says what it draws."""
     band = "a band per run, in its colour," if runs > 1 else "the grey band"
-    return (f"{count} series: {band} = all of them (min to max per pixel column); "
+    return (f"{count} series: {band} = all of them (min to max, every sample); "
             f"named: the {shown} highest at their last step")
 
 
