@@ -66,7 +66,8 @@ class ScalarPanels:
                 implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
         count = sum(1 for run in self.runs for k in panel.keys if len(run.metrics.get(k) or ()))
         # hundreds of series (per-parameter norms): their envelope and the few highest (summary.py)
-        few = self._cached("top series", panel, summary.top_series) if count > summary.SUMMARY_TRACES else None
+        few = (self._cached("top series", panel, summary.top_series)
+               if count > summary.SUMMARY_TRACES and not by_epoch else None)
         notes = [panel.note] if panel.note else []
         if few is not None:
             notes.append(summary.rule_text(count, len(self.runs), len(few)))
