@@ -162,17 +162,18 @@ def _spans(items, x: int, y: int) -> list:
             continue
         text, rgba = item
         fg = _rgb(rgba)
-        for code in glyphs.encode(text).tolist():
-            out.append((x, y, cw, (code, fg)))
-            x += cw
+        codes = glyphs.encode(text).tolist()
+        out += [(x + i * cw, y, cw, (code, fg)) for i, code in enumerate(codes)]
+        x += len(codes) * cw
     return out
 
 
 class _Painter:
     """A strip's pixels kept between refreshes. :meth:`paint` draws a new list of spans over the old
     one: spans that are gone are cleared to the background and only new ones are drawn, so a status
-    line whose step alone moved redraws the step's digits. Spans never overlap in a laid-out strip;
-    if they do (or did), the whole strip is drawn again in order, which is what a fresh strip is."""
+    line whose step alone moved redraws the step's digits. A laid-out strip's spans come row by row,
+    left to right, and never overlap; if they do (or did), the whole strip is drawn again in order,
+    which is what a fresh strip is."""
 
     def __init__(self, width: int, height: int, background):
         self.key = (width, height, background)
@@ -185,13 +186,12 @@ class _Painter:
 
     def paint(self, spans: list) -> np.ndarray:
         ch = cell()[1]
-        order = sorted(spans, key=lambda s: (s[1], s[0]))
-        clean = len(set(spans)) == len(spans) and all(
-            a[0] + a[2] <= b[0] if a[1] == b[1] else b[1] - a[1] >= ch for a, b in pairwise(order))
+        # laid out strips come in rows top to bottom, each left to right: check that, not sort
+        clean = all(a[0] + a[2] <= b[0] if a[1] == b[1] else b[1] - a[1] >= ch for a, b in pairwise(spans))
         if clean and self.clean:
             for x, y, w, _ in self.spans.difference(spans):
                 self.image[max(y, 0):max(y + ch, 0), max(x, 0):max(x + w, 0)] = self.bg
-            self._draw([s for s in order if s not in self.spans])
+            self._draw([s for s in spans if s not in self.spans])
         else:
             self.image[:] = self.bg
             self._draw(spans)  # in the caller's order: a later span covers an earlier one

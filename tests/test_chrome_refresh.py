@@ -77,3 +77,17 @@ def test_a_live_title_is_drawn_once_and_each_frame_carries_its_own_status_line()
         left, right = panel.label.left, panel.label.right
         glyphs = sum(len(i[0]) for i in (*left, *right) if isinstance(i, tuple))
         assert panel.label.glyphs_drawn == glyphs  # the data did not change: laid out once
+
+
+def test_spans_that_overlapped_are_drawn_again_whole():
+    """Clearing a gone span must never leave a kept one half drawn: after overlapping spans the
+    strip is drawn afresh."""
+    cw, ch = chrome.cell()
+
+    def glyph(x, code):
+        return (x, 0, cw, (code, (200, 40, 0)))
+
+    painter = chrome._Painter(40, ch, chrome.BACKGROUND)
+    painter.paint([glyph(0, 33), glyph(cw // 2, 34)])
+    kept = [glyph(0, 33)]
+    assert np.array_equal(painter.paint(kept), chrome._Painter(40, ch, chrome.BACKGROUND).paint(kept))
