@@ -129,7 +129,7 @@ def _rgb(rgba) -> tuple[int, int, int]:
     return int(rgba[0]), int(rgba[1]), int(rgba[2])
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)  # ~250 KB a pair; the chrome uses a handful of pairs
 def _cells(fg: tuple, bg: tuple) -> np.ndarray:
     """Every glyph of the atlas blended from ``bg`` to ``fg`` with the text pass's integer blend:
     ``(glyphs, cell_h, cell_w, 4)`` uint8, made once per colour pair, so a run of text is one gather."""
@@ -147,7 +147,9 @@ def _cells(fg: tuple, bg: tuple) -> np.ndarray:
 def _ramp_pixels(ramp: Ramp) -> np.ndarray:
     n, w = len(ramp.colors), ramp.width
     i = (np.arange(w) * (n - 1)) // max(w - 1, 1)
-    return np.array([_unpack(ramp.colors[k]) for k in i], np.uint8)
+    out = np.array([_unpack(ramp.colors[k]) for k in i], np.uint8)
+    out.flags.writeable = False  # shared by every strip that shows this ramp
+    return out
 
 
 def _spans(items, x: int, y: int) -> list:
