@@ -325,7 +325,8 @@ class Curve(RangedView):
                 rec.dispatch(scan[2], -(-chunks // 64))
             rec.mark("curve smoothing")
         record_range_pass(rec, resolve)
-        rec.dispatch(cols, -(-pw // 64), 2)
+        # more samples than columns: a workgroup per column; fewer: an invocation per column
+        rec.dispatch(cols, pw if n >= pw else -(-pw // 64), 2)
         rec.mark("curve columns")
         if gw:
             rec.dispatch(ticks, 1)
