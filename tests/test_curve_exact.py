@@ -55,6 +55,8 @@ CASES = {
     "log-y-nonpositive": (loss_like(1200) - 0.5, {"log_y": True, "smoothing": 0.9}, (300, 150)),
     "log-y-fixed": (with_gaps(800) ** 2, {"log_y": True, "value_range": (1e-3, 10.0)}, (300, 150)),
     "log-y-narrow": (np.linspace(1.2, 1.7, 300), {"log_y": True}, (300, 200)),
+    # 64+ samples a column: a workgroup reduces each column (curve_columns.comp), gaps counted
+    "column-groups-gaps": (with_gaps(40_000), {"smoothing": 0.9}, (200, 90)),
     # the EMA's scan over many tiles (70,000 samples: 69 tiles of 1,024)
     "scan-many-chunks": (loss_like(70_000), {"smoothing": 0.999}, (200, 100)),
 }

@@ -370,8 +370,8 @@ class Curve(RangedView):
                 rec.dispatch(scan[2], tiles)
             rec.mark("curve smoothing")
         record_range_pass(rec, resolve)
-        # more samples than columns: a workgroup per column; fewer: an invocation per column
-        rec.dispatch(cols, pw if n >= pw else -(-pw // 64), 2)
+        # COLUMN_GROUP_MIN samples a column or more: a workgroup per column; fewer: an invocation
+        rec.dispatch(cols, pw if n >= CV.COLUMN_GROUP_MIN * pw else -(-pw // 64), 2)
         rec.mark("curve columns")
         if gw:
             rec.dispatch(ticks, 1)

@@ -47,31 +47,18 @@ bool value_at(uint series, uint c, out float v) {
     return true;
 }
 
-// More samples than columns: one workgroup per column, its lanes striding by the workgroup size
-// (adjacent lanes read adjacent samples), then one shared-memory reduction. Min/max rows and the
-// NaN/Inf counts are the same in any order.
-shared uint g_lo;
-shared uint g_hi;
-shared uint g_bad;
-shared uint g_infs;
-
-void column_band(uint c, uint series, uint w, uint n) {
-    uint lane = gl_LocalInvocationID.x;
-    if (lane == 0u) {
-        g_lo = 0xFFFFu;
-        g_hi = 0u;
-        g_bad = 0u;
-        g_infs = 0u;
-    }
-    barrier();
+// The band of column c from its samples lane, lane + stride, ...: the rows' min and max (0xFFFF,
+// 0 when none is finite), and the raw trace's NaN and Inf counts among the column's own samples.
+void band(uint c, uint series, uint w, uint n, uint lane, uint stride,
+          out uint lo_row, out uint hi_row, out uint bad, out uint infs) {
     uint a = uint((uint64_t(c) * uint64_t(n)) / uint64_t(w));
     uint b = uint((uint64_t(c + 1u) * uint64_t(n)) / uint64_t(w));
-    uint lo_row = 0xFFFFu;
-    uint hi_row = 0u;
-    uint bad = 0u;
-    uint infs = 0u;
+    lo_row = 0xFFFFu;
+    hi_row = 0u;
+    bad = 0u;
+    infs = 0u;
     uint last = min(b, n - 1u);
-    for (uint i = a + lane; i <= last; i += gl_WorkGroupSize.x) {
+    for (uint i = a + lane; i <= last; i += stride) {
         float v = sample_at(series, i);
         if (classify(v) != CLASS_FINITE) {
             uint cls = series == 0u && i < b ? raw_class(i) : CLASS_FINITE;
@@ -83,6 +70,36 @@ void column_band(uint c, uint series, uint w, uint n) {
         lo_row = min(lo_row, r);
         hi_row = max(hi_row, r);
     }
+}
+
+void put(uint c, uint series, uint w, uint lo_row, uint hi_row, uint bad, uint infs) {
+    if (series == 0u && bad != 0u) atomicAdd(stats[CS_NAN], bad);
+    if (series == 0u && infs != 0u) atomicAdd(stats[CS_INF], infs);
+    columns[series * w + c] = lo_row == 0xFFFFu ? NO_ROWS : (lo_row | (hi_row << 16));
+}
+
+// At least COLUMN_GROUP_MIN samples a column (on average): one workgroup per column, its lanes
+// striding by the workgroup size (adjacent lanes read adjacent samples), then one shared-memory
+// reduction. Min/max rows and the NaN/Inf counts are the same in any order.
+shared uint g_lo;
+shared uint g_hi;
+shared uint g_bad;
+shared uint g_infs;
+
+void column_group(uint c, uint series, uint w, uint n) {
+    uint lane = gl_LocalInvocationID.x;
+    if (lane == 0u) {
+        g_lo = 0xFFFFu;
+        g_hi = 0u;
+        g_bad = 0u;
+        g_infs = 0u;
+    }
+    barrier();
+    uint lo_row;
+    uint hi_row;
+    uint bad;
+    uint infs;
+    band(c, series, w, n, lane, gl_WorkGroupSize.x, lo_row, hi_row, bad, infs);
     if (lo_row != 0xFFFFu) {
         atomicMin(g_lo, lo_row);
         atomicMax(g_hi, hi_row);
@@ -90,36 +107,40 @@ void column_band(uint c, uint series, uint w, uint n) {
     if (bad != 0u) atomicAdd(g_bad, bad);
     if (infs != 0u) atomicAdd(g_infs, infs);
     barrier();
-    if (lane != 0u) return;
-    if (series == 0u && g_bad != 0u) atomicAdd(stats[CS_NAN], g_bad);
-    if (series == 0u && g_infs != 0u) atomicAdd(stats[CS_INF], g_infs);
-    columns[series * w + c] = g_lo == 0xFFFFu ? NO_ROWS : (g_lo | (g_hi << 16));
+    if (lane == 0u) put(c, series, w, g_lo, g_hi, g_bad, g_infs);
 }
 
 void main() {
     uint w = P(CV_W);
     uint n = P(CV_N);
-    if (n >= w) {  // dispatched as (w, series) workgroups: a uniform branch, so the barriers are safe
+    if (uint64_t(n) >= uint64_t(COLUMN_GROUP_MIN) * uint64_t(w)) {
+        // dispatched as (w, series) workgroups: a uniform branch, so the barriers are safe
         uint c = gl_WorkGroupID.x;
         uint series = gl_WorkGroupID.y;
-        if (c < w && series < P(CV_SERIES)) column_band(c, series, w, n);
+        if (c < w && series < P(CV_SERIES)) column_group(c, series, w, n);
         return;
     }
-    uint c = gl_GlobalInvocationID.x;  // fewer samples than columns: one invocation per column
+    uint c = gl_GlobalInvocationID.x;  // fewer samples: one invocation per column
     uint series = gl_GlobalInvocationID.y;
     if (c >= w || series >= P(CV_SERIES)) return;
     uint lo_row = 0xFFFFu;
     uint hi_row = 0u;
-    if (series == 0u && c < n) {  // column c counts sample c
-        uint cls = raw_class(c);
-        if (cls == CLASS_NAN) atomicAdd(stats[CS_NAN], 1u);
-        else if (cls != CLASS_FINITE) atomicAdd(stats[CS_INF], 1u);
+    uint bad = 0u;
+    uint infs = 0u;
+    if (n >= w) {
+        band(c, series, w, n, 0u, 1u, lo_row, hi_row, bad, infs);
+    } else {
+        if (c < n) {  // fewer samples than columns: column c counts sample c
+            uint cls = raw_class(c);
+            if (cls == CLASS_NAN) bad = 1u;
+            else if (cls != CLASS_FINITE) infs = 1u;
+        }
+        float v0;
+        float v1;
+        bool ok0 = value_at(series, c, v0);
+        bool ok1 = c + 1u < w ? value_at(series, c + 1u, v1) : false;
+        if (ok0) { lo_row = row_of(v0); hi_row = lo_row; }
+        if (ok0 && ok1) { uint r1 = row_of(v1); lo_row = min(lo_row, r1); hi_row = max(hi_row, r1); }
     }
-    float v0;
-    float v1;
-    bool ok0 = value_at(series, c, v0);
-    bool ok1 = c + 1u < w ? value_at(series, c + 1u, v1) : false;
-    if (ok0) { lo_row = row_of(v0); hi_row = lo_row; }
-    if (ok0 && ok1) { uint r1 = row_of(v1); lo_row = min(lo_row, r1); hi_row = max(hi_row, r1); }
-    columns[series * w + c] = lo_row == 0xFFFFu ? NO_ROWS : (lo_row | (hi_row << 16));
+    put(c, series, w, lo_row, hi_row, bad, infs);
 }

@@ -383,6 +383,9 @@ CURVE = ParamBlock("curve_params", "CV", [
     "CS_NONPOS": "14",  # log-y: finite values <= 0 (not drawn)
     "CS_WORDS": "15",
     "NO_ROWS": "0xFFFFFFFFu",
+    # curve_columns.comp: from this many samples a column (n >= COLUMN_GROUP_MIN * w) a workgroup
+    # reduces each column, its lanes on adjacent samples; below, an invocation per column
+    "COLUMN_GROUP_MIN": "64",
     # The tick buffer (curve_ticks.comp writes it, curve_axes.comp reads it): the y tick count, the
     # x tick count, then AX_TICKS y labels from word AX_Y and AX_TICKS x labels from word AX_X, each
     # AX_WORDS words: the tick's row (y) or column (x), its label's length (0: not drawn) and up to
