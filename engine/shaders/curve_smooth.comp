@@ -79,7 +79,8 @@ void lane_scan(uint lane) {
 }
 
 // Stages 0 and 2: the tile's samples into s_a (NaN past the end: identities); then each lane's
-// map of its own samples into h, scanned. Returns 1 + the lane's last finite index (0: none).
+// map of its own samples into h, scanned (when the view smooths: else only the last finite index
+// is wanted, and h holds identities). Returns 1 + the lane's last finite index (0: none).
 uint tile_prefix(uint tile, uint lane) {
     uint n = P(CV_N);
     uint base = tile * SC_TILE;
@@ -88,22 +89,25 @@ uint tile_prefix(uint tile, uint lane) {
         s_a[r * SC_LANES + lane] = i < n ? load_input(P(CV_BASE), P(CV_DTYPE), i) : uintBitsToFloat(0x7FC00000u);
     }
     barrier();
+    bool smoothing = P(CV_SERIES) == 2u;  // uniform: the barriers of lane_scan are safe
     float a = 1.0;
     float b = 0.0;
     uint last = 0u;
     for (uint k = 0u; k < SC_PER_LANE; ++k) {
         uint at = lane * SC_PER_LANE + k;
         float v = s_a[at];
-        float ea;
-        float eb;
-        sample_map(v, ea, eb);
         if (classify(v) == CLASS_FINITE) last = base + at + 1u;
-        compose(a, b, ea, eb);
+        if (smoothing) {
+            float ea;
+            float eb;
+            sample_map(v, ea, eb);
+            compose(a, b, ea, eb);
+        }
     }
     h_a[lane] = a;
     h_b[lane] = b;
     barrier();
-    lane_scan(lane);
+    if (smoothing) lane_scan(lane);
     return last;
 }
 
