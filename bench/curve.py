@@ -1,10 +1,8 @@
 """GPU milliseconds per pass of a curve frame (Vulkan timestamps), at a loss history of N samples:
-the stats pass, the EMA's blocked scan (curve_smooth.comp, three stages), the columns and the
-ticks, with and without smoothing, on a linear and a log axis. ``--chunk K`` (repeatable) forces
-the scan's chunk size to compare blockings side by side: ``--chunk 0`` is the default rule
-(``curve.scan_chunk``), a chunk of N or more samples is one chunk, the plain sequential order.
+the stats pass, the EMA's scan (curve_smooth.comp, three stages), the columns and the ticks,
+with and without smoothing, on a linear and a log axis.
 
-Run: .venv/bin/python bench/curve.py [--n 1000000] [--repeats 15] [--chunk 0 --chunk 1048576] [--json out.json]
+Run: .venv/bin/python bench/curve.py [--n 1000000] [--repeats 15] [--json out.json]
 This is a benchmark, not a test: nothing here asserts a duration. Run it on an idle machine.
 """
 
@@ -17,7 +15,7 @@ import platform
 import numpy as np
 
 from caliper_vk.engine import Canvas
-from caliper_vk.views import Curve, curve
+from caliper_vk.views import Curve
 
 WARMUP = 3
 
@@ -43,20 +41,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--chunk", type=int, action="append",
-                    help="the EMA scan's samples per chunk (0: the default rule); repeat to compare")
     ap.add_argument("--json")
     a = ap.parse_args()
     out = {"cpu": platform.processor() or platform.machine(), "n": a.n}
-    default_rule = curve.scan_chunk
-    for chunk in a.chunk or [0]:
-        curve.scan_chunk = default_rule if chunk == 0 else (lambda n, c=chunk: c)
-        for name, options in {"raw": {}, "smoothed": {"smoothing": 0.95},
-                              "smoothed-log": {"smoothing": 0.95, "log_y": True}}.items():
-            key = f"{name} chunk {curve.scan_chunk(a.n)}"
-            out[key] = frame_passes(a.n, a.repeats, **options)
-            print(key, json.dumps({k: round(v, 3) for k, v in out[key].items()}))
-    curve.scan_chunk = default_rule
+    for name, options in {"raw": {}, "smoothed": {"smoothing": 0.95},
+                          "smoothed-log": {"smoothing": 0.95, "log_y": True}}.items():
+        out[name] = frame_passes(a.n, a.repeats, **options)
+        print(name, json.dumps({k: round(v, 3) for k, v in out[name].items()}))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -55,7 +55,9 @@ CASES = {
     "log-y-nonpositive": (loss_like(1200) - 0.5, {"log_y": True, "smoothing": 0.9}, (300, 150)),
     "log-y-fixed": (with_gaps(800) ** 2, {"log_y": True, "value_range": (1e-3, 10.0)}, (300, 150)),
     "log-y-narrow": (np.linspace(1.2, 1.7, 300), {"log_y": True}, (300, 200)),
-    # the EMA's blocked scan over many chunks (70,000 samples: 137 chunks of 512)
+    # 64+ samples a column: a workgroup reduces each column (curve_columns.comp), gaps counted
+    "column-groups-gaps": (with_gaps(40_000), {"smoothing": 0.9}, (200, 90)),
+    # the EMA's scan over many tiles (70,000 samples: 69 tiles of 1,024)
     "scan-many-chunks": (loss_like(70_000), {"smoothing": 0.999}, (200, 100)),
 }
 
@@ -122,3 +124,31 @@ def test_the_ema_is_debiased_as_adams_moments_are():
     for v in [*d.tolist(), 6e-8, 0.5, 1.0]:
         r = float(_exact.recip_unit(v))
         assert abs(r * float(np.float32(v)) - 1.0) < 3e-7
+    many = _exact.recip_unit(d)  # elementwise, the same bits as one at a time
+    one_by_one = np.array([_exact.recip_unit(v) for v in d], np.float32)
+    assert np.array_equal(many.view(np.uint32), one_by_one.view(np.uint32))
+
+
+@pytest.mark.parametrize("n, options", [
+    (1024 * 1024 + 2500, {"smoothing": 0.999}),  # 1,027 tiles: the carries' scan takes two segments
+    (5000, {"smoothing": 0.9, "log_y": True}),
+])
+def test_the_smoothed_trace_is_the_twins_bit_for_bit(n, options, monkeypatch):
+    """curve_smooth.comp's output equals ema32's bits, NaN gaps and all (the images compare rows,
+    which can hide a last-bit difference): the tiles, the lanes' Hillis-Steele scan and the
+    carries build the twin's combination tree."""
+    from caliper_vk.views._base import ViewBase
+    from caliper_vk.views.curve import ema32
+
+    real = ViewBase._buffer
+    monkeypatch.setattr(ViewBase, "_buffer", lambda self, name, nbytes, host_visible=True:
+                        real(self, name, nbytes, True if name == "smooth" else host_visible))
+    x = np.abs(with_gaps(n)) + 1e-3
+    x[n - 700:n - 600] = np.nan  # a gap across a tile's lanes near the end
+    view = Curve(x, **options)
+    with Canvas(300, 120) as canvas:
+        canvas.add(view)
+        canvas.render()
+        got = view._buffers["smooth"].view(np.uint32, n).copy()
+    want = ema32(x, options["smoothing"], options.get("log_y", False)).view(np.uint32)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:10]

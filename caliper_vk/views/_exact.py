@@ -112,13 +112,15 @@ def recip_mantissa(m):
     return r
 
 
-def recip_unit(d) -> np.float32:
-    """``recip_unit`` in common.glsl: 1/d for a normal d in (0, 1], no division, bit for bit."""
-    db = int(bits(F32(d)))
+def recip_unit(d):
+    """``recip_unit`` in common.glsl: 1/d for a normal d in (0, 1], no division, bit for bit
+    (elementwise over an array)."""
+    db = bits(np.asarray(d, F32)).astype(np.int64)
     e = (db >> 23) - 127
-    r = recip_mantissa(np.uint32((db & 0x007FFFFF) | 0x3F800000).view(F32))
-    rb = int(bits(r))
-    return np.uint32((rb & 0x807FFFFF) | (((rb >> 23) - e) << 23)).view(F32)
+    r = recip_mantissa(((db & 0x007FFFFF) | 0x3F800000).astype(np.uint32).view(F32))
+    rb = bits(r).astype(np.int64)
+    out = (((rb & 0x807FFFFF) | (((rb >> 23) - e) << 23)) & 0xFFFFFFFF).astype(np.uint32).view(F32)
+    return out[()] if out.ndim == 0 else out
 
 
 def range_scale(lo, hi, last) -> np.float32:

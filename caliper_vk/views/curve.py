@@ -16,7 +16,7 @@ at sample indices on x. :meth:`Curve.reference` is the numpy twin.
 Everything that depends on the values is computed on the device in the frame
 that draws them: the value range (the heatmap's stats pass, or on a log axis
 curve_logstats.comp, then the resolve pass), the EMA and the last finite sample
-(curve_smooth.comp, a blocked scan), the ticks and their labels (curve_ticks.comp,
+(curve_smooth.comp, a scan of the recurrence's maps), the ticks and their labels (curve_ticks.comp,
 from the range the frame resolved; curve_axes.comp draws them); the title shows
 what the frame read back.
 """
@@ -55,25 +55,66 @@ def _label_glyphs() -> tuple[int, int, int, int]:
     return tuple(int(g) for g in glyphs.encode("0.−e"))
 
 
-def scan_chunk(n: int) -> int:
-    """Samples per chunk of the EMA's blocked scan (curve_smooth.comp): 256, or for a longer
-    trace the power of two at or above its square root, so the serial combine stays short."""
-    chunk = 256
-    while chunk * chunk < n:
-        chunk *= 2
-    return chunk
+def scan_tiles(n: int) -> int:
+    """Tiles of ``CV.SC_TILE`` samples of the EMA's scan (curve_smooth.comp) over ``n`` samples."""
+    return -(-n // CV.SC_TILE)
 
 
-def _power(a, t: int):
-    """``a^t`` by squaring as curve_smooth.comp's ``power``, each product flushed."""
-    f = axes_.f
-    r, b = F32(1.0), F32(a)
-    while t:
-        if t & 1:
-            r = f(r * b)
-        b = f(b * b)
-        t >>= 1
-    return r
+def _compose(a, b, a2, b2) -> tuple:
+    """``compose`` in curve_smooth.comp, elementwise: the map ``(a, b)`` then ``(a2, b2)``, i.e.
+    ``(a2 * a, a2 * b + b2)``, each product and sum flushed."""
+    ftz = _exact.ftz
+    return ftz(a2 * a), ftz(ftz(a2 * b) + b2)
+
+
+def _lane_maps(ea, eb) -> tuple:
+    """Per tile (rows of ``ea``/``eb``, ``SC_TILE`` maps each): the map of each lane's
+    ``SC_PER_LANE`` maps composed in order, then the inclusive Hillis-Steele scan over the lanes
+    (``lane_scan``): arrays of shape (tiles, SC_LANES)."""
+    lanes, per = CV.SC_LANES, CV.SC_PER_LANE
+    ea, eb = ea.reshape(-1, lanes, per), eb.reshape(-1, lanes, per)
+    a, b = np.ones(ea.shape[:2], F32), np.zeros(ea.shape[:2], F32)
+    for k in range(per):
+        a, b = _compose(a, b, ea[:, :, k], eb[:, :, k])
+    d = 1
+    while d < lanes:
+        na, nb = _compose(a[:, :-d], b[:, :-d], a[:, d:], b[:, d:])
+        a, b = a.copy(), b.copy()
+        a[:, d:], b[:, d:] = na, nb
+        d *= 2
+    return a, b
+
+
+def _lane_carries(ka, kb, ha, hb) -> tuple:
+    """The map before each lane's first element: the carry ``(ka, kb)`` (per tile), then the
+    lanes before it (the scanned ``ha``/``hb``; the identity before lane 0)."""
+    ca = np.concatenate([np.ones((ha.shape[0], 1), F32), ha[:, :-1]], axis=1)
+    cb = np.concatenate([np.zeros((hb.shape[0], 1), F32), hb[:, :-1]], axis=1)
+    return _compose(np.asarray(ka, F32).reshape(-1, 1), np.asarray(kb, F32).reshape(-1, 1), ca, cb)
+
+
+def _tile_carries(ta, tb) -> tuple:
+    """Stage 1 of curve_smooth.comp (``carries``): the map of every tile before each tile, from
+    the tiles' maps, scanned ``SC_TILE`` at a time as the tiles' samples are, with a carry from one
+    segment to the next."""
+    tiles, tile, per = ta.size, CV.SC_TILE, CV.SC_PER_LANE
+    segs = -(-tiles // tile)
+    sa = np.ones(segs * tile, F32)
+    sb = np.zeros(segs * tile, F32)
+    sa[:tiles], sb[:tiles] = ta, tb
+    ha, hb = _lane_maps(sa, sb)
+    outa, outb = np.empty(segs * tile, F32), np.empty(segs * tile, F32)
+    ka, kb = F32(1.0), F32(0.0)
+    for s in range(segs):
+        ca, cb = _lane_carries(ka, kb, ha[s:s + 1], hb[s:s + 1])
+        ca, cb = ca[0], cb[0]
+        ea = sa[s * tile:(s + 1) * tile].reshape(CV.SC_LANES, per)
+        eb = sb[s * tile:(s + 1) * tile].reshape(CV.SC_LANES, per)
+        for k in range(per):
+            outa[s * tile + k:(s + 1) * tile:per], outb[s * tile + k:(s + 1) * tile:per] = ca, cb
+            ca, cb = _compose(ca, cb, ea[:, k], eb[:, k])
+        ka, kb = (F32(x[0]) for x in _compose(np.array([ka]), np.array([kb]), ha[s, -1:], hb[s, -1:]))
+    return outa[:tiles], outb[:tiles]
 
 
 def ema_weights(alpha: float) -> tuple:
@@ -85,34 +126,38 @@ def ema32(values: np.ndarray, alpha: float, log_y: bool = False) -> np.ndarray:
     """The debiased EMA curve_smooth.comp computes, bit for bit: ``m_k = alpha * m_(k-1) +
     (1 - alpha) * x_k`` from ``m_0 = 0`` and ``y_k = m_k * (1 / (1 - alpha^k))`` over the finite
     samples in float32, each product and sum flushed, the reciprocal by
-    :func:`~caliper_vk.views._exact.recip_unit`; NaN at non-finite samples. As the shader, in
-    blocks of :func:`scan_chunk` samples: each chunk's sum from zero, the carries combined in
-    order (``M_(j+1) = alpha^t_j * M_j + m_j``, ``P_(j+1) = P_j * alpha^t_j``), then each chunk
-    run again from its carry. ``log_y``: the log2 of each y (:func:`_curveaxes.log2_exact`),
-    NaN where y <= 0."""
+    :func:`~caliper_vk.views._exact.recip_unit`; NaN at non-finite samples. As the shader, a scan
+    of the maps ``(alpha, (1 - alpha) * x)`` with its combination tree: tiles of ``SC_TILE``
+    samples, ``SC_PER_LANE`` per lane composed in order, a Hillis-Steele scan over the lanes, the
+    tiles' carries by the same scan (:func:`_tile_carries`), then each lane's samples in order from
+    its carry. ``log_y``: the log2 of each y (:func:`_curveaxes.log2_values`), NaN where y <= 0."""
     a, b = ema_weights(alpha)
     v = np.asarray(values, F32).reshape(-1)
-    finite = _exact.classify(v) == _exact.FINITE
-    x = _exact.ftz(np.where(finite, v, F32(0))).tolist()
+    n = v.size
     out = np.full(v.shape, np.nan, F32)
-    f, recip, one = axes_.f, _exact.recip_unit, F32(1.0)
-    chunk = scan_chunk(v.size)
-    blocks = [np.flatnonzero(finite[at:at + chunk]).tolist() for at in range(0, v.size, chunk)]
-    carries, m_in, p_in = [], F32(0.0), F32(1.0)
-    for j, idx in enumerate(blocks):  # stages 0 and 1: each chunk from zero, then the carries
-        m = F32(0.0)
-        for i in idx:
-            m = f(f(a * m) + f(b * F32(x[j * chunk + i])))
-        carries.append((m_in, p_in))
-        decay = _power(a, len(idx))
-        m_in, p_in = f(f(decay * m_in) + m), f(p_in * decay)
-    for j, idx in enumerate(blocks):  # stage 2: each chunk again from its carry
-        m, p = carries[j]
-        for i in idx:
-            m = f(f(a * m) + f(b * F32(x[j * chunk + i])))
-            p = f(a * p)
-            y = f(m * recip(f(one - p)))
-            out[j * chunk + i] = (axes_.log2_exact(y) if y > 0 else np.nan) if log_y else y
+    if not n:
+        return out
+    tiles = scan_tiles(n)
+    x = np.full(tiles * CV.SC_TILE, np.nan, F32)
+    x[:n] = v
+    finite = _exact.classify(x) == _exact.FINITE
+    ftz = _exact.ftz
+    with np.errstate(all="ignore"):
+        ea = np.where(finite, a, F32(1.0)).astype(F32)
+        eb = np.where(finite, ftz(b * ftz(np.where(finite, x, F32(0.0)))), F32(0.0)).astype(F32)
+        ha, hb = _lane_maps(ea, eb)  # stage 0: each tile's map is its last lane's
+        ka, kb = _tile_carries(ha[:, -1], hb[:, -1])  # stage 1
+        p, m = _lane_carries(ka, kb, ha, hb)  # stage 2
+        lanes, per = CV.SC_LANES, CV.SC_PER_LANE
+        ea, eb, fin = (z.reshape(tiles, lanes, per) for z in (ea, eb, finite))
+        y = np.full((tiles, lanes, per), np.nan, F32)
+        for k in range(per):
+            p, m = _compose(p, m, ea[:, :, k], eb[:, :, k])
+            ok = fin[:, :, k]
+            d = ftz(F32(1.0) - p[ok])
+            y[:, :, k][ok] = ftz(m[ok] * _exact.recip_unit(d))
+    y = y.reshape(-1)[:n]
+    out[:] = axes_.log2_values(y) if log_y else y
     return out
 
 
@@ -223,7 +268,7 @@ class Curve(RangedView):
             xticks=max(1, min(CV.AX_TICKS - 1, pw // ((widest + 2) * cw))),
             ychars=Y_CHARS, xchars=CV.AX_CHARS, cell_w=cw, cell_h=ch, text=rgba(TEXT_COLOR),
             axis=rgba(AXIS_COLOR), grid=rgba(GRID_COLOR), g_zero=g_zero, g_dot=g_dot, g_minus=g_minus,
-            g_e=g_e, chunk=scan_chunk(n), chunks=-(-n // scan_chunk(n)))
+            g_e=g_e, tiles=scan_tiles(n))
         if self.smoothing is not None:
             alpha, beta = ema_weights(self.smoothing)
             p.set(alpha=alpha, beta=beta)
@@ -268,7 +313,7 @@ class Curve(RangedView):
         self._upload("range_params", self._range_params())
         n = self.source.array.size
         self._buffer("smooth", 4 * n if self.smoothing is not None and n else 16, host_visible=False)
-        self._buffer("scan", 4 * CV.SC_WORDS * max(1, -(-n // scan_chunk(n))), host_visible=False)
+        self._buffer("scan", 4 * CV.SC_WORDS * max(1, scan_tiles(n)), host_visible=False)
         self._buffer("columns", 2 * self.rect.width * 4, host_visible=False)
         self._buffer("ticks", 4 * (CV.AX_SIZE + r.width + r.height), host_visible=False)
         if "atlas" not in self._buffers:
@@ -312,20 +357,21 @@ class Curve(RangedView):
         axes = pipeline(self.device, "curve_axes").bind(params=b["params"], ticks=b["ticks"], atlas=b["atlas"],
                                                         target=self.target)
         self._sets = [raster, axes, cols, stats, resolve, ticks, *scan]
-        chunks = -(-n // scan_chunk(n)) if n else 0
+        tiles = scan_tiles(n)
         rec.fill(b["columns"], NO_ROWS)
         record_stats_pass(rec, stats, b["stats"], n)
         rec.mark("curve stats")
-        if chunks:  # the EMA's blocked scan and the last finite sample (curve_smooth.comp)
-            rec.dispatch(scan[0], -(-chunks // 64))
+        if tiles:  # the EMA's scan and the last finite sample (curve_smooth.comp): a workgroup per tile
+            rec.dispatch(scan[0], tiles)
             rec.barrier()
             rec.dispatch(scan[1], 1)
             if self.smoothing is not None:
                 rec.barrier()
-                rec.dispatch(scan[2], -(-chunks // 64))
+                rec.dispatch(scan[2], tiles)
             rec.mark("curve smoothing")
         record_range_pass(rec, resolve)
-        rec.dispatch(cols, -(-pw // 64), 2)
+        # COLUMN_GROUP_MIN samples a column or more: a workgroup per column; fewer: an invocation
+        rec.dispatch(cols, pw if n >= CV.COLUMN_GROUP_MIN * pw else -(-pw // 64), 2)
         rec.mark("curve columns")
         if gw:
             rec.dispatch(ticks, 1)

@@ -47,38 +47,93 @@ bool value_at(uint series, uint c, out float v) {
     return true;
 }
 
+// The band of column c from its samples lane, lane + stride, ...: the rows' min and max (0xFFFF,
+// 0 when none is finite), and the raw trace's NaN and Inf counts among the column's own samples.
+void band(uint c, uint series, uint w, uint n, uint lane, uint stride,
+          out uint lo_row, out uint hi_row, out uint bad, out uint infs) {
+    uint a = uint((uint64_t(c) * uint64_t(n)) / uint64_t(w));
+    uint b = uint((uint64_t(c + 1u) * uint64_t(n)) / uint64_t(w));
+    lo_row = 0xFFFFu;
+    hi_row = 0u;
+    bad = 0u;
+    infs = 0u;
+    uint last = min(b, n - 1u);
+    for (uint i = a + lane; i <= last; i += stride) {
+        float v = sample_at(series, i);
+        if (classify(v) != CLASS_FINITE) {
+            uint cls = series == 0u && i < b ? raw_class(i) : CLASS_FINITE;
+            if (cls == CLASS_NAN) bad += 1u;
+            else if (cls != CLASS_FINITE) infs += 1u;
+            continue;
+        }
+        uint r = row_of(v);
+        lo_row = min(lo_row, r);
+        hi_row = max(hi_row, r);
+    }
+}
+
+void put(uint c, uint series, uint w, uint lo_row, uint hi_row, uint bad, uint infs) {
+    if (series == 0u && bad != 0u) atomicAdd(stats[CS_NAN], bad);
+    if (series == 0u && infs != 0u) atomicAdd(stats[CS_INF], infs);
+    columns[series * w + c] = lo_row == 0xFFFFu ? NO_ROWS : (lo_row | (hi_row << 16));
+}
+
+// At least COLUMN_GROUP_MIN samples a column (on average): one workgroup per column, its lanes
+// striding by the workgroup size (adjacent lanes read adjacent samples), then one shared-memory
+// reduction. Min/max rows and the NaN/Inf counts are the same in any order.
+shared uint g_lo;
+shared uint g_hi;
+shared uint g_bad;
+shared uint g_infs;
+
+void column_group(uint c, uint series, uint w, uint n) {
+    uint lane = gl_LocalInvocationID.x;
+    if (lane == 0u) {
+        g_lo = 0xFFFFu;
+        g_hi = 0u;
+        g_bad = 0u;
+        g_infs = 0u;
+    }
+    barrier();
+    uint lo_row;
+    uint hi_row;
+    uint bad;
+    uint infs;
+    band(c, series, w, n, lane, gl_WorkGroupSize.x, lo_row, hi_row, bad, infs);
+    if (lo_row != 0xFFFFu) {
+        atomicMin(g_lo, lo_row);
+        atomicMax(g_hi, hi_row);
+    }
+    if (bad != 0u) atomicAdd(g_bad, bad);
+    if (infs != 0u) atomicAdd(g_infs, infs);
+    barrier();
+    if (lane == 0u) put(c, series, w, g_lo, g_hi, g_bad, g_infs);
+}
+
 void main() {
-    uint c = gl_GlobalInvocationID.x;
-    uint series = gl_GlobalInvocationID.y;
     uint w = P(CV_W);
     uint n = P(CV_N);
+    if (uint64_t(n) >= uint64_t(COLUMN_GROUP_MIN) * uint64_t(w)) {
+        // dispatched as (w, series) workgroups: a uniform branch, so the barriers are safe
+        uint c = gl_WorkGroupID.x;
+        uint series = gl_WorkGroupID.y;
+        if (c < w && series < P(CV_SERIES)) column_group(c, series, w, n);
+        return;
+    }
+    uint c = gl_GlobalInvocationID.x;  // fewer samples: one invocation per column
+    uint series = gl_GlobalInvocationID.y;
     if (c >= w || series >= P(CV_SERIES)) return;
     uint lo_row = 0xFFFFu;
     uint hi_row = 0u;
+    uint bad = 0u;
+    uint infs = 0u;
     if (n >= w) {
-        uint a = uint((uint64_t(c) * uint64_t(n)) / uint64_t(w));
-        uint b = uint((uint64_t(c + 1u) * uint64_t(n)) / uint64_t(w));
-        uint bad = 0u;
-        uint infs = 0u;
-        for (uint i = a; i <= min(b, n - 1u); ++i) {
-            float v = sample_at(series, i);
-            if (classify(v) != CLASS_FINITE) {
-                uint cls = series == 0u && i < b ? raw_class(i) : CLASS_FINITE;
-                if (cls == CLASS_NAN) bad += 1u;
-                else if (cls != CLASS_FINITE) infs += 1u;
-                continue;
-            }
-            uint r = row_of(v);
-            lo_row = min(lo_row, r);
-            hi_row = max(hi_row, r);
-        }
-        if (series == 0u && bad != 0u) atomicAdd(stats[CS_NAN], bad);
-        if (series == 0u && infs != 0u) atomicAdd(stats[CS_INF], infs);
+        band(c, series, w, n, 0u, 1u, lo_row, hi_row, bad, infs);
     } else {
-        if (series == 0u && c < n) {  // fewer samples than columns: column c counts sample c
+        if (c < n) {  // fewer samples than columns: column c counts sample c
             uint cls = raw_class(c);
-            if (cls == CLASS_NAN) atomicAdd(stats[CS_NAN], 1u);
-            else if (cls != CLASS_FINITE) atomicAdd(stats[CS_INF], 1u);
+            if (cls == CLASS_NAN) bad = 1u;
+            else if (cls != CLASS_FINITE) infs = 1u;
         }
         float v0;
         float v1;
@@ -87,5 +142,5 @@ void main() {
         if (ok0) { lo_row = row_of(v0); hi_row = lo_row; }
         if (ok0 && ok1) { uint r1 = row_of(v1); lo_row = min(lo_row, r1); hi_row = max(hi_row, r1); }
     }
-    columns[series * w + c] = lo_row == 0xFFFFu ? NO_ROWS : (lo_row | (hi_row << 16));
+    put(c, series, w, lo_row, hi_row, bad, infs);
 }

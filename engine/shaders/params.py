@@ -376,13 +376,16 @@ CURVE = ParamBlock("curve_params", "CV", [
     "AXES", "FULL_W", "FULL_H", "GUTTER_W", "GUTTER_H", "YTICKS", "XTICKS", "YCHARS", "XCHARS",
     "CELL_W", "CELL_H", "TEXT", "AXIS", "G_ZERO", "G_DOT", "G_MINUS", "G_E",
     "GRID",  # the grid lines across the plot at the ticks (curve_raster.comp), under the trace
-    # The EMA's blocked scan (curve_smooth.comp): CHUNKS chunks of CHUNK samples
-    "CHUNK", "CHUNKS",
+    # The EMA's scan (curve_smooth.comp): TILES tiles of SC_TILE samples
+    "TILES",
 ], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
     "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13",
     "CS_NONPOS": "14",  # log-y: finite values <= 0 (not drawn)
     "CS_WORDS": "15",
     "NO_ROWS": "0xFFFFFFFFu",
+    # curve_columns.comp: from this many samples a column (n >= COLUMN_GROUP_MIN * w) a workgroup
+    # reduces each column, its lanes on adjacent samples; below, an invocation per column
+    "COLUMN_GROUP_MIN": "64",
     # The tick buffer (curve_ticks.comp writes it, curve_axes.comp reads it): the y tick count, the
     # x tick count, then AX_TICKS y labels from word AX_Y and AX_TICKS x labels from word AX_X, each
     # AX_WORDS words: the tick's row (y) or column (x), its label's length (0: not drawn) and up to
@@ -402,8 +405,10 @@ CURVE = ParamBlock("curve_params", "CV", [
     # values, to choose ticks within a decade; about 5e-9 off before float32 rounding)
     "EXP2_E0": "0x3F317215u", "EXP2_E1": "0x3E75FED5u", "EXP2_E2": "0x3D634186u",
     "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
-    # the EMA's carries: per chunk its local sum, its finite count, 1 + its last finite index,
-    # and the carry into it (m, then alpha^t)
+    # the EMA's scan (curve_smooth.comp): a tile is SC_LANES lanes (the workgroup) of SC_PER_LANE
+    # samples each; per tile SC_WORDS words: its map (alpha^t, then its EMA from zero), 1 + its
+    # last finite index, and the carry into it (the map of every sample before it: alpha^t, m)
+    "SC_LANES": "64", "SC_PER_LANE": "16", "SC_TILE": "1024",
     "SC_WORDS": "5",
 }, specialization=[
     # 1: values drawn as their log2 (log2e in curve_log.glsl), those <= 0 not drawn. A constant,
