@@ -8,6 +8,14 @@ copied into the canvas image (``vkCmdCopyBufferToImage``) after the views have
 drawn. The strip is the same bytes whatever the device, so PNG frames and
 windows carry identical chrome, and tests compare it exactly.
 
+The host work is kept to what changed, because the status line is redrawn on the
+training thread a few times a second. A strip is laid out into spans (one per
+glyph cell, ramp or swatch); each colour pair's glyphs are blended once
+(:func:`_cells`), so a run of text is one gather; and a :class:`TextStrip` keeps its
+pixels and draws only the spans that are new since the last refresh, clearing the
+ones that are gone (``TextStrip.glyphs_drawn`` counts the work): when only the
+step moved, only the step's changed digits are drawn.
+
 A line is a list of items drawn left to right:
 
 - ``(text, rgba)`` — a run of text in one colour;
@@ -23,6 +31,8 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -63,7 +73,7 @@ class Ramp:
 
     @classmethod
     def of(cls, lut: np.ndarray, width: int = 64) -> Ramp:
-        return cls(tuple(int(c) for c in np.asarray(lut, np.uint32)), int(width))
+        return cls(tuple(np.asarray(lut, np.uint32).tolist()), int(width))  # one C call, not 256
 
 
 @dataclass(frozen=True)
@@ -108,56 +118,127 @@ def clip(items, room: int) -> list:
 
 
 def _unpack(rgba) -> np.ndarray:
+    return np.array([*_rgb(rgba), 255], np.uint32)
+
+
+def _rgb(rgba) -> tuple[int, int, int]:
+    """An item's colour (a packed RGBA8 word or an ``(r, g, b[, a])`` tuple) as ``(r, g, b)``."""
     if isinstance(rgba, (int, np.integer)):
         v = int(rgba)
-        return np.array([v & 255, (v >> 8) & 255, (v >> 16) & 255, 255], np.uint32)
-    return np.array([*rgba[:3], 255], np.uint32)
+        return v & 255, (v >> 8) & 255, (v >> 16) & 255
+    return int(rgba[0]), int(rgba[1]), int(rgba[2])
 
 
-def _draw_items(out: np.ndarray, items, x: int, y: int, background) -> int:
-    """Draw ``items`` into ``out`` (h, w, 4) from pixel ``x`` on the glyph row at ``y``."""
+@lru_cache(maxsize=32)  # ~250 KB a pair; the chrome uses a handful of pairs
+def _cells(fg: tuple, bg: tuple) -> np.ndarray:
+    """Every glyph of the atlas blended from ``bg`` to ``fg`` with the text pass's integer blend:
+    ``(glyphs, cell_h, cell_w, 4)`` uint8, made once per colour pair, so a run of text is one gather."""
     table, _ = glyphs.atlas()
-    _, ch, cw = table.shape
-    height, width = out.shape[:2]
-    bg = _unpack(background)
-    inset = max(1, ch // 4)
+    a = table.astype(np.uint32)[..., None]
+    a = a + (a >> 7)
+    out = np.empty((*table.shape, 4), np.uint8)
+    out[..., :3] = (np.array(bg, np.uint32) * (256 - a) + np.array(fg, np.uint32) * a) >> 8
+    out[..., 3] = 255
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=64)
+def _ramp_pixels(ramp: Ramp) -> np.ndarray:
+    n, w = len(ramp.colors), ramp.width
+    i = (np.arange(w) * (n - 1)) // max(w - 1, 1)
+    out = np.array([_unpack(ramp.colors[k]) for k in i], np.uint8)
+    out.flags.writeable = False  # shared by every strip that shows this ramp
+    return out
+
+
+def _spans(items, x: int, y: int) -> list:
+    """The cells of ``items`` laid out from pixel ``x`` on the glyph row at ``y``: ``(x, y, width,
+    what)``, where ``what`` is a glyph ``(index, (r, g, b))``, a :class:`Ramp` or a :class:`Swatch`."""
+    cw, _ = cell()
+    out = []
     for item in items:
-        w = item_width(item)
-        x0, x1 = max(x, 0), min(x + w, width)
-        if x1 <= x0:
-            x += w
+        if isinstance(item, (Ramp, Swatch)):
+            out.append((x, y, item_width(item), item))
+            x += item_width(item)
             continue
-        if isinstance(item, Ramp):
-            n = len(item.colors)
-            i = (np.arange(w) * (n - 1)) // max(w - 1, 1)
-            colors = np.array([_unpack(item.colors[k]) for k in i], np.uint8)
-            out[max(y + inset, 0): min(y + ch - inset, height), x0:x1] = colors[x0 - x: x1 - x]
-        elif isinstance(item, Swatch):
-            out[max(y + inset, 0): min(y + ch - inset, height), x0 + 1: x1 - 1] = \
-                _unpack(item.rgba).astype(np.uint8)
+        text, rgba = item
+        fg = _rgb(rgba)
+        codes = glyphs.encode(text).tolist()
+        out += [(x + i * cw, y, cw, (code, fg)) for i, code in enumerate(codes)]
+        x += len(codes) * cw
+    return out
+
+
+class _Painter:
+    """A strip's pixels kept between refreshes. :meth:`paint` draws a new list of spans over the old
+    one: spans that are gone are cleared to the background and only new ones are drawn, so a status
+    line whose step alone moved redraws the step's digits. A laid-out strip's spans come row by row,
+    left to right, and never overlap; if they do (or did), the whole strip is drawn again in order,
+    which is what a fresh strip is."""
+
+    def __init__(self, width: int, height: int, background):
+        self.key = (width, height, background)
+        self.bg = _unpack(background).astype(np.uint8)
+        self.image = np.empty((height, width, 4), np.uint8)
+        self.image[:] = self.bg
+        self.spans: set = set()
+        self.clean = True  # the spans drawn do not overlap
+        self.glyphs_drawn = 0  # glyphs rasterised since this painter was made (what a test counts)
+
+    def paint(self, spans: list) -> np.ndarray:
+        ch = cell()[1]
+        # laid out strips come in rows top to bottom, each left to right: check that, not sort
+        clean = all(a[0] + a[2] <= b[0] if a[1] == b[1] else b[1] - a[1] >= ch for a, b in pairwise(spans))
+        if clean and self.clean:
+            for x, y, w, _ in self.spans.difference(spans):
+                self.image[max(y, 0):max(y + ch, 0), max(x, 0):max(x + w, 0)] = self.bg
+            self._draw([s for s in spans if s not in self.spans])
         else:
-            text, rgba = item
-            codes = glyphs.encode(text)
-            cov = table[codes].transpose(1, 0, 2).reshape(ch, len(codes) * cw).astype(np.uint32)
-            a = cov + (cov >> 7)
-            fg = _unpack(rgba)
-            rows = slice(max(y, 0), min(y + ch, height))
-            cov_rows = slice(rows.start - y, rows.stop - y)
-            blend = (bg[:3] * (256 - a[cov_rows, x0 - x: x1 - x, None])
-                     + fg[:3] * a[cov_rows, x0 - x: x1 - x, None]) >> 8
-            out[rows, x0:x1, :3] = blend.astype(np.uint8)
-            out[rows, x0:x1, 3] = 255
-        x += w
-    return x
+            self.image[:] = self.bg
+            self._draw(spans)  # in the caller's order: a later span covers an earlier one
+        self.spans, self.clean = set(spans), clean
+        return self.image
+
+    def _draw(self, spans) -> None:
+        _, ch = cell()
+        height, width = self.image.shape[:2]
+        bg = _rgb(self.bg)
+        inset = max(1, ch // 4)
+        run: list = []
+        for k, span in enumerate(spans):
+            x, y, w, what = span
+            if isinstance(what, tuple):
+                run.append(span)
+                nxt = spans[k + 1] if k + 1 < len(spans) else None
+                if (nxt is not None and isinstance(nxt[3], tuple) and nxt[1] == y and nxt[0] == x + w
+                        and nxt[3][1] == what[1]):
+                    continue  # the next glyph continues this run: one gather draws them all
+                x, fg = run[0][0], what[1]
+                codes = [s[3][0] for s in run]
+                w = len(codes) * w
+                x0, x1 = max(x, 0), min(x + w, width)
+                if x1 > x0:
+                    px = _cells(fg, bg)[codes].transpose(1, 0, 2, 3).reshape(ch, w, 4)
+                    self.image[max(y, 0):min(y + ch, height), x0:x1] = \
+                        px[max(y, 0) - y:min(y + ch, height) - y, x0 - x:x1 - x]
+                    self.glyphs_drawn += len(codes)
+                run = []
+                continue
+            x0, x1 = max(x, 0), min(x + w, width)
+            if x1 <= x0:
+                continue
+            rows = slice(max(y + inset, 0), max(min(y + ch - inset, height), 0))
+            if isinstance(what, Ramp):
+                self.image[rows, x0:x1] = _ramp_pixels(what)[x0 - x: x1 - x]
+            else:
+                self.image[rows, x0 + 1: x1 - 1] = _unpack(what.rgba).astype(np.uint8)
 
 
-def render_bar(left, right=(), width: int = 100, height: int | None = None,
-               background=BACKGROUND) -> np.ndarray:
-    """A one-line strip ``(height, width, 4)``: ``left`` items from the left edge,
-    ``right`` items against the right edge (see the module docstring for the fit)."""
+def bar_spans(left, right=(), width: int = 100, height: int | None = None) -> list:
+    """The spans of a one-line strip: ``left`` items from the left edge, ``right`` items against the
+    right edge (see the module docstring for the fit)."""
     height = line_height() if height is None else height
-    out = np.empty((height, width, 4), np.uint8)
-    out[:] = _unpack(background).astype(np.uint8)
     room = max(0, width - 2 * PAD)
     cw, ch = cell()
     lw = sum(item_width(i) for i in left)
@@ -170,17 +251,19 @@ def render_bar(left, right=(), width: int = 100, height: int | None = None,
         right = clip(right, max(0, room - lw - gap))
         rw = sum(item_width(i) for i in right)
     y = (height - ch) // 2
-    _draw_items(out, left, PAD, y, background)
-    _draw_items(out, right, width - PAD - rw, y, background)
-    return out
+    return _spans(left, PAD, y) + _spans(right, width - PAD - rw, y)
 
 
-def render_block(lines, width: int, height: int, background=BACKGROUND) -> np.ndarray:
-    """Text wrapped into a ``(height, width, 4)`` block: ``lines`` is ``[(text, rgba), ...]``,
-    each wrapped at the block's width; lines past the bottom are cut, the last one
-    visible ending in an ellipsis."""
-    out = np.empty((height, width, 4), np.uint8)
-    out[:] = _unpack(background).astype(np.uint8)
+def render_bar(left, right=(), width: int = 100, height: int | None = None,
+               background=BACKGROUND) -> np.ndarray:
+    """A one-line strip ``(height, width, 4)``: ``left`` items from the left edge,
+    ``right`` items against the right edge (see the module docstring for the fit)."""
+    height = line_height() if height is None else height
+    return _Painter(width, height, background).paint(bar_spans(left, right, width, height))
+
+
+def block_spans(lines, width: int, height: int) -> list:
+    """The spans of ``lines`` (``[(text, rgba), ...]``) wrapped into a ``(height, width)`` block."""
     cw, ch = cell()
     cols = max(1, (width - 2 * PAD) // cw)
     rows = max(0, (height - 2 * PAD) // ch)
@@ -191,9 +274,14 @@ def render_block(lines, width: int, height: int, background=BACKGROUND) -> np.nd
     if len(wrapped) > rows and rows:
         text, rgba = wrapped[rows - 1]
         wrapped = [*wrapped[:rows - 1], (text[:cols - 1] + "…", rgba)]
-    for r, item in enumerate(wrapped[:rows]):
-        _draw_items(out, [item], PAD, PAD + r * ch, background)
-    return out
+    return [s for r, item in enumerate(wrapped[:rows]) for s in _spans([item], PAD, PAD + r * ch)]
+
+
+def render_block(lines, width: int, height: int, background=BACKGROUND) -> np.ndarray:
+    """Text wrapped into a ``(height, width, 4)`` block: ``lines`` is ``[(text, rgba), ...]``,
+    each wrapped at the block's width; lines past the bottom are cut, the last one
+    visible ending in an ellipsis."""
+    return _Painter(width, height, background).paint(block_spans(lines, width, height))
 
 
 class TextStrip:
@@ -208,6 +296,7 @@ class TextStrip:
         self._buffer = None
         self._drawn = None
         self._version = 0  # bumped when the items change: prepare() compares a number per frame
+        self._painter = None  # the pixels last drawn, which paint() draws over
         self.stale = True
 
     def set_items(self, left, right=()) -> None:
@@ -226,9 +315,29 @@ class TextStrip:
         self.stale = True
 
     def render(self, width: int, height: int) -> np.ndarray:
+        """The strip drawn afresh (what :meth:`paint` must equal)."""
         if self.block:
             return render_block(self.left, width, height, self.background)
         return render_bar(self.left, self.right, width, height, self.background)
+
+    def spans(self, width: int, height: int) -> list:
+        if self.block:
+            return block_spans(self.left, width, height)
+        return bar_spans(self.left, self.right, width, height)
+
+    def paint(self, width: int, height: int) -> np.ndarray:
+        """The strip now, drawn over what it showed last: only the cells whose glyph, colour or place
+        changed are drawn, so a status line whose step alone moved redraws those digits (the same
+        bytes as :meth:`render`). The array is the strip's own: copy it to keep it."""
+        p = self._painter
+        if p is None or p.key != (width, height, self.background):
+            p = self._painter = _Painter(width, height, self.background)
+        return p.paint(self.spans(width, height))
+
+    @property
+    def glyphs_drawn(self) -> int:
+        """Glyphs rasterised into this strip since its size last changed (the work of a refresh)."""
+        return self._painter.glyphs_drawn if self._painter is not None else 0
 
     def prepare(self) -> None:
         if self._drawn == self._version:
@@ -243,7 +352,7 @@ class TextStrip:
             self.stale = True
         if key != self._drawn:
             # the canvas submits only after the previous frame finished reading this buffer
-            self._buffer.write(self.render(r.width, r.height))
+            self._buffer.write(self.paint(r.width, r.height))
             self._drawn = key
 
     def record(self, rec) -> None:
