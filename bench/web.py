@@ -168,7 +168,7 @@ def screenshot(path, steps: int = 400) -> Path:
                 with torch.no_grad(), panel.writing():
                     pts.copy_(embed(x))
             s.step(step)
-        s._wait_idle()
+        s.wait_idle()
         time.sleep(0.1)  # past 1/max_fps: the next step draws
         s.step(steps)  # one more frame, so the page's is the last step's
         s.flush()

@@ -125,3 +125,50 @@ def test_every_package_is_listed_for_the_wheel():
     found = {package_of(init) for top in (PKG, "engine") for init in (ROOT / top).rglob("__init__.py")
              if "gen" not in init.parts}
     assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+# `session._name` reached from another module of caliper_vk/live -> why it must stay. Empty: the
+# helpers use session.frame and the calls caliper_vk/live/frame_state.py's LoopHost names.
+SESSION_REACH_INS: dict[tuple[str, str], str] = {}
+
+
+def session_reach_ins(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every private attribute read or written on a session: ``session._x``,
+    ``self.session._x`` (any ``<...>.session._x``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        owner = node.value
+        if (isinstance(owner, ast.Name) and owner.id == "session") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "session"):
+            found.append((node.lineno, node.attr))
+    return sorted(found)
+
+
+def test_the_live_helpers_never_reach_into_the_sessions_privates():
+    """The Session owns the frame loop; its helpers touch it only through .frame_state."""
+    live = ROOT / PKG / "live"
+    for path in sorted(live.rglob("*.py")):
+        if path == live / "session.py":
+            continue
+        rel = str(path.relative_to(ROOT))
+        for line, name in session_reach_ins(path.read_text()):
+            assert (rel, name) in SESSION_REACH_INS, \
+                f"{rel}:{line} reaches into session.{name}: use session.frame or a call LoopHost names " \
+                "(caliper_vk/live/frame_state.py)"
+
+
+def test_the_reach_in_guard_sees_reads_writes_and_panel_sessions():
+    """A guard that cannot fail guards nothing."""
+    code = "session._inflight = True\nx = self.session._detach(p)\ny = session.frame.inflight\n"
+    assert session_reach_ins(code) == [(1, "_inflight"), (2, "_detach")]
+
+
+def test_the_session_has_every_call_its_helpers_may_make():
+    from caliper_vk.live import Session
+    from caliper_vk.live.frame_state import LoopHost
+
+    for name in ("wait_idle", "collect", "relayout", "fault", "detach"):
+        assert name in vars(LoopHost), name
+        assert callable(getattr(Session, name, None)), f"Session.{name} (LoopHost) is missing"

@@ -38,7 +38,7 @@ def _calls_of_one_step(panels: int) -> tuple[bool, str, Counter]:
             s.device.wait()
             s.step()
         s.device.wait()
-        s._status_time = float("inf")  # not a status-line refresh (a few times a second)
+        s.frame.status_time = float("inf")  # not a status-line refresh (a few times a second)
         calls = Counter()
 
         def profile(frame, event, arg):

@@ -43,7 +43,7 @@ def test_interrupt_after_the_frames_submit_is_waited_for_before_close(tmp_path, 
     with pytest.raises(KeyboardInterrupt):
         s.render()  # a frame that reads back (a demo's saved frame): flush then trusts it
     monkeypatch.undo()
-    assert submitted and not s._inflight  # the session never learnt the frame was in flight
+    assert submitted and not s.frame.inflight  # the session never learnt the frame was in flight
     frame = s.flush()  # what the demo does after Ctrl-C: flush, save, close
     assert frame.shape == (SIZE[1], SIZE[0], 4)
     s.save_png(tmp_path / "final.png")

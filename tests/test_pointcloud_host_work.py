@@ -36,7 +36,7 @@ def _steady_step_calls(n: int) -> tuple[bool, Counter, bool]:
         with panel.writing():
             t.mul_(1.01)  # the training's write, as every step has one
         s.device.wait()
-        s._status_time = math.inf  # not a status-line refresh (a few times a second, by the clock)
+        s.frame.status_time = math.inf  # not a status-line refresh (a few times a second, by the clock)
         calls = Counter()
 
         def profile(frame, event, arg):

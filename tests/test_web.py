@@ -63,7 +63,7 @@ def drive_until(s, tab, step, timeout=30.0):
         s.step(k)
         time.sleep(0.01)
     s.points.add_(0.05 * torch.randn(s.points.shape))
-    s._wait_idle()
+    s.wait_idle()
     s.step(step)
     pixels = s.flush()  # collects the frame of `step` and hands it to the page
     tab.wait_for(f"window.caliper.step === {step}", timeout)
@@ -179,7 +179,7 @@ def test_web_closed_tab_costs_nothing(browser, session):
         session.points.mul_(0.999)  # training goes on
         assert not session.due(k + 1)  # a loop can skip what it computes only to draw
         drawn += session.step(k)
-    session._wait_idle()
+    session.wait_idle()
     # nobody watches: nothing drawn, read back, encoded or queued
     assert drawn == 0 and session.frames == frames and session.held == held + 40
     assert session.step_count == 60 and srv.published == published and len(srv.events()) == 0

@@ -380,7 +380,7 @@ class History:
         the canvas was made anew: a resized window)."""
         if self.position is None or not self.frames:
             return False
-        if not self.redraw_due and session.canvas is self._canvas and not session._read_back_next:
+        if not self.redraw_due and session.canvas is self._canvas and not session.frame.read_back_next:
             return False  # shown already (render() asks for a frame anyway)
         frame = self.frames[self.position]
         arrays = self.arrays(frame)
@@ -393,12 +393,12 @@ class History:
             session.status_bar.set_items(*self.scrubber())
             drawn = _submit(session)
         except Exception as exc:  # a Vulkan error must not stop training
-            session._fault(exc)
+            session.fault(exc)
             drawn = False
         finally:
             for restore in swapped:
                 restore()
-            session._status_time = -1.0  # the live status line comes back at the next frame
+            session.frame.status_time = -1.0  # the live status line comes back at the next frame
         if drawn:
             self.redraw_due, self._canvas = False, session.canvas
         return drawn
@@ -487,8 +487,8 @@ def _submit(session) -> bool:
         acquired, done = window.frame_semaphores
         binary_wait, binary_signal = [(acquired, 0)], [(done, 0)]
     session.canvas.submit(extra=extra, extra_wait=binary_wait, extra_signal=binary_signal,
-                          readback=session._read_back_next)
+                          readback=session.frame.read_back_next)
     if window is not None:
         window.present()
-    session._inflight = True
+    session.frame.inflight = True
     return True

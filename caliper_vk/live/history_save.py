@@ -20,7 +20,7 @@ def save_history(session, run):
     history = session.history
     if history is None:
         raise RuntimeError("this session keeps no history; open it with Session(history='256MB')")
-    session._wait_idle()
+    session.wait_idle()
     own = not hasattr(run, "probe")
     rec = Recorder(run, config={"source": "caliper_vk live history", "budget_bytes": history.budget}) \
         if own else run

@@ -139,7 +139,7 @@ class Panel:
     def close(self) -> None:
         """Detach: the panel leaves the session; its import is freed once the GPU is done."""
         if not self.closed:
-            self.session._detach(self)
+            self.session.detach(self)
 
 
 class HostPanel:
@@ -177,4 +177,4 @@ class HostPanel:
 
     def close(self) -> None:
         if not self.closed:
-            self.session._detach(self)
+            self.session.detach(self)

@@ -45,6 +45,7 @@ from ..engine.device import build_submit
 from . import input as window_input
 from .protocol import book_reads
 from .status import refresh_chrome, update_titles
+from .windowing import window_closed
 
 # Submit structs kept per plan: one per history command buffer (a chunk's, or with transfers a
 # chunk's place: up to 16 x history_copy.TRANSFER_PLACES), and swapchain image and semaphore. Past
@@ -55,24 +56,25 @@ MAX_STRUCTS = 1024
 def acquire_image(session) -> bool:
     """The window's next image for this frame (the general path's and the plan's): False when none
     is free (the frame is skipped and counted), the window or its display went away, or acquiring
-    failed (drawing stops: ``Session._fault``; training goes on)."""
+    failed (drawing stops: ``Session.fault``; training goes on)."""
     window = session.window
     try:
         acquired = window.acquire()
     except Exception as exc:  # a Vulkan error must not stop training
-        session._fault(exc)
+        session.fault(exc)
         return False
     if not acquired:
         if not window.alive:  # the display or the window's surface went away
-            session._window_closed()
+            window_closed(session)
         else:
             session.skipped += 1
     return acquired
 
 
-def make_plan(session) -> FramePlan | None:
+def make_plan(session, protocols) -> FramePlan | None:
     """The plan of ``session``'s steady frame, or None when its frames must all be drawn the
-    general way (frame sinks, saving, or a staged GPU tensor)."""
+    general way (frame sinks, saving, or a staged GPU tensor). ``protocols``: the write/read
+    protocols of the layout's panels, booked every frame."""
     if session.sinks.items or session.pacing.saving:
         return None
     for panel in session.panels:
@@ -81,17 +83,18 @@ def make_plan(session) -> FramePlan | None:
         for live, _ in getattr(panel, "inputs", ()):
             if live.copies:
                 return None
-    return FramePlan(session)
+    return FramePlan(session, protocols)
 
 
 class FramePlan:
     """The steady frame of one session's layout (see the module docstring)."""
 
-    def __init__(self, session):
+    def __init__(self, session, protocols):
         canvas = session.canvas
         self.session, self.canvas, self.device, self.window = session, canvas, session.device, session.window
         self.budget, self.pacing, self.history = session.budget, session.pacing, session.history
-        self.protocols = list(session._protocols)
+        self.frame = session.frame  # the loop's flags (.frame_state), one object for the session's life
+        self.protocols = list(protocols)
         self.panels = list(session.panels)
         live = [p for p in self.panels if not p.error]
         self.reading = [p for p in live if p.protocol is not None]
@@ -108,13 +111,15 @@ class FramePlan:
         self.structs: dict = {}  # the history's copy command buffer (or None) -> submit structs
 
     def step(self, step: int | None) -> bool | None:
-        """Draw the steady frame; None when a check failed (the general path draws instead).
+        """Draw the steady frame; None when a check failed or the window had input (the general path
+        draws instead, from Session.step).
         One function: each call on this path costs microseconds cache-cold."""
         session = self.session
+        frame = self.frame
         canvas = self.canvas
         window = self.window
-        if (session.canvas is not canvas or session.failed or session.paused or session._layout_due
-                or session._read_back_next or (window is not None and (not window.alive or window.resized))):
+        if (session.canvas is not canvas or session.failed or session.paused or frame.layout_due
+                or frame.read_back_next or (window is not None and (not window.alive or window.resized))):
             return None
         protocols = self.protocols
         for protocol in protocols:
@@ -124,7 +129,7 @@ class FramePlan:
             tensor = ref()
             if tensor is None or (tensor.data_ptr(), tensor.shape) != fingerprint:
                 return None  # unreachable, or the storage moved: the general path says so
-        inflight = session._inflight
+        inflight = frame.inflight
         if inflight and not self.device.is_done(canvas._serial):
             return None  # the general path counts the skip
         budget, pacing = self.budget, self.pacing  # Session.step has entered the budget's span
@@ -132,7 +137,7 @@ class FramePlan:
             events = window.poll()
             if events or not window.alive or window.resized:  # input, a closed or resized window
                 window_input.handle(session, events)
-                return session._step(step)  # the general path (its poll finds nothing new)
+                return None  # Session.step runs the general path (its poll finds nothing new)
         step = session.step_count = session.step_count + 1 if step is None else int(step)
         if inflight:  # Session._collect's steady case: no frame to save, no sinks
             for view, finish in self.finishes:
@@ -141,7 +146,7 @@ class FramePlan:
             canvas.frames += 1
             if canvas.profiler is not None and budget.share is not None:
                 budget.executed(canvas.gpu_ms() / 1000)
-            session._inflight = False
+            frame.inflight = False
             session.frames += 1
             pacing.frame_times.append(time.perf_counter() - pacing.submit_time)  # Pacing.completed
         if (pacing.max_fps and pacing.within_interval()) or (
@@ -159,7 +164,7 @@ class FramePlan:
             session.skipped += 1
             return False
         now = time.perf_counter()
-        if now - session._status_time > 0.25 or session.message != session._status_message:
+        if now - frame.status_time > 0.25 or session.message != frame.status_message:
             refresh_chrome(session, now)  # the status line and every title: a few times a second
         else:
             for panel in self.panels:  # update_titles' steady case: one compare a panel
@@ -207,11 +212,11 @@ class FramePlan:
             if window is not None:
                 window.present()
         except Exception as exc:  # a Vulkan error must not stop training
-            session._fault(exc)
+            session.fault(exc)
             for panel, (_, signal) in zip(reading, booked, strict=True):
                 panel.protocol.abandon(signal)  # no producer may wait for it forever
             return False
-        session._inflight = True
-        session._sink_step = None
+        frame.inflight = True
+        frame.sink_step = None
         session.drawn_step = step
         return True

@@ -13,7 +13,8 @@ reason). ``step`` is the only call on the training hot path:
    next frame without waiting for it.
 
 Pacing (:mod:`.pacing`), layout (:mod:`.layout`), input (:mod:`.input`) and the
-status line (:mod:`.status`) are modules of their own.
+status line (:mod:`.status`) are modules of their own. The helpers touch the session only
+through :mod:`.frame_state`: the loop's flags (``frame``) and the calls it names.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .budget import DEFAULT_BUDGET, DEFAULT_MIN_FPS, Budget
 from .history import DEFAULT_BUDGET as DEFAULT_HISTORY
 from .history import History, Rewind
 from .history import parse_budget as parse_history
+from .frame_state import FrameState
 from .layout import lay_out
 from .memory import DeviceMemoryError, fit_device_memory
 from .pacing import Pacing, check_max_fps
@@ -45,7 +47,7 @@ from .plan import acquire_image, make_plan
 from .protocol import book_reads
 from .sinks import open_sinks
 from .status import Status, refresh_chrome, session_status
-from .windowing import open_window, pump_window, window_closed
+from .windowing import open_window, pump_window
 from .._log import logger
 
 
@@ -107,7 +109,7 @@ class Session(Rewind):
         self.sinks, window = open_sinks(window, session=self, title=title, size=size, video=video,
                                         fps=fps, host=host, port=port)
         max_fps = self.sinks.live_fps if max_fps == "auto" and self.sinks.live else max_fps
-        self._sink_step: int | None = None  # the step of the frame in flight that the sinks get
+        self.frame = FrameState()  # the loop's flags, shared with the helpers (.frame_state)
         self.drawn_step: int | None = None  # the step of the last frame submitted
         self.sync = sync
         self.size = (int(size[0]), int(size[1]))
@@ -126,18 +128,13 @@ class Session(Rewind):
         self.paused = False
         self.message = ""
         self.failed: str | None = None  # the renderer error that stopped drawing for good
-        self._window_gone = False  # the window closed or its display was lost (said once)
         self.saved: list[Path] = []
-        self._inflight = False
         self._save_pending: Path | None = None
-        self._status_time = -1.0
-        self._status_message = ""
-        self._read_back_next = False  # render(): copy the next frame to host memory in its submission
         # a cap on the device memory Caliper holds ("512MB"; history first: fit_device_memory)
         self.device_memory = parse_history(device_memory, "device_memory") or None
         self.history = History(self.device, history_bytes, self.device_memory) if history_bytes else None
         self._plan = None  # the steady frame (.plan), made by the general path's frames
-        self._layout()
+        self.relayout()
         opened.join(self)
 
     # pacing, as attributes people read
@@ -175,9 +172,9 @@ class Session(Rewind):
             v = make_view(view, **options)
         panel = attach_panel(self, name, tensors, v, view, named, extra, zero_copy)
         panel.error = self._build(v, name)
-        self._wait_idle()
+        self.wait_idle()
         self.panels.append(panel)
-        self._layout()
+        self.relayout()
         try:
             fit_device_memory(self.device, self.history, self.device_memory, f"attaching {name}")
         except DeviceMemoryError:
@@ -194,23 +191,27 @@ class Session(Rewind):
         """Show a view fed from the host (``Text`` samples, any view driven by ``set_data``)."""
         panel = HostPanel(name or f"{type(view).__name__.lower()}{len(self.panels)}", view, session=self)
         panel.error = self._build(view, panel.name)
-        self._wait_idle()
+        self.wait_idle()
         self.panels.append(panel)
-        self._layout()
+        self.relayout()
         return panel
 
-    def _detach(self, panel) -> None:
-        self._wait_idle()
+    # -- what the helpers may call (.frame_state.LoopHost; not for training code) -----------
+    def detach(self, panel) -> None:
+        """Take ``panel`` out and release it (``panel.close()``)."""
+        self.wait_idle()
         self.panels.remove(panel)
         panel._release()
-        self._layout()
+        self.relayout()
 
-    def _wait_idle(self) -> None:
-        self.device.wait()  # always: a Ctrl-C mid-submit leaves a frame that _inflight misses
-        if self._inflight:
-            self._collect()
+    def wait_idle(self) -> None:
+        """Wait for the device, then collect the frame in flight if any."""
+        self.device.wait()  # always: a Ctrl-C mid-submit leaves a frame that frame.inflight misses
+        if self.frame.inflight:
+            self.collect()
 
-    def _layout(self) -> None:
+    def relayout(self) -> None:
+        """Lay the canvas out again (a new canvas) from the panels and the window's size."""
         width, height = self.window.framebuffer_size() if self.window else self.size
         if self.canvas is not None:
             self.canvas.close(close_panels=False)
@@ -221,7 +222,7 @@ class Session(Rewind):
         self._plan = None
         if self.budget.share is not None and self.device.timestamps:
             self.canvas.profile()  # a frame's device time is training's too: the budget counts it
-        self._layout_due = False
+        self.frame.layout_due = False
         if self.window:
             self.window.bind_canvas(self.canvas)
 
@@ -244,7 +245,7 @@ class Session(Rewind):
             if drew is None:
                 drew = self._step(step)
         finally:
-            self.budget.leave(entered, drew, self._inflight)
+            self.budget.leave(entered, drew, self.frame.inflight)
         return drew
 
     def _step(self, step: int | None) -> bool:
@@ -259,18 +260,18 @@ class Session(Rewind):
         if self.window is not None and not pump_window(self):
             return False  # closed, lost or minimised: training goes on (.windowing)
         save = self.pacing.save_due(self.step_count)
-        if self._inflight:
+        if self.frame.inflight:
             if not self.canvas.done():
                 if not save:
                     self.skipped += 1
                     return False
                 self.device.wait()  # offscreen recording: every Kth step gets its frame
-            self._collect()
+            self.collect()
         if self.paused:
             return self.history is not None and self.history.redraw(self)
-        if self._layout_due:  # a panel stopped: show its notice in its place
-            self._layout()
-        if not (self._read_back_next or save) and (
+        if self.frame.layout_due:  # a panel stopped: show its notice in its place
+            self.relayout()
+        if not (self.frame.read_back_next or save) and (
                 (self.pacing.max_fps and self.pacing.within_interval())
                 or (self.sinks.items and self.sinks.idle(self)) or not self.budget.allows()):
             self.pacing.held += 1  # drawn recently enough, over budget, or nobody watches
@@ -301,8 +302,8 @@ class Session(Rewind):
                 continue
             if panel.protocol is not None:
                 reading.append(panel)
-        if self._layout_due:  # never draw a stopped panel's view (its old storage) again
-            self._layout()
+        if self.frame.layout_due:  # never draw a stopped panel's view (its old storage) again
+            self.relayout()
         booked = book_reads(reading) if reading else []
         if booked is None:  # a write began after the check above (an acquired image is kept)
             self.skipped += 1
@@ -315,7 +316,7 @@ class Session(Rewind):
         now = time.perf_counter()
         to_sinks = bool(self.sinks.items) and self.sinks.wants_frame()  # read back only for a taker
         # the status line and titles: a few times a second, and for every frame that leaves the process
-        refresh_chrome(self, now, force=save or to_sinks or self._read_back_next)
+        refresh_chrome(self, now, force=save or to_sinks or self.frame.read_back_next)
         extra, binary_wait, binary_signal = [], [], []
         if self.window is not None:
             extra = [self.window.present_commands()]
@@ -329,20 +330,20 @@ class Session(Rewind):
                 kept = self.history.keep(self.step_count, reading)
             self.canvas.submit(wait=waits, signal=signals, extra=extra, extra_wait=binary_wait,
                                extra_signal=binary_signal, reads_extra=kept,
-                               readback=save or self._read_back_next or to_sinks)
+                               readback=save or self.frame.read_back_next or to_sinks)
             if self.window is not None:
                 self.window.present()
         except Exception as exc:  # a Vulkan error must not stop training
-            self._fault(exc)
+            self.fault(exc)
             for panel, signal in zip(reading, signals, strict=True):
                 panel.protocol.abandon(signal)  # no producer may wait for it forever
             return False
-        self._inflight = True
-        self._sink_step = self.step_count if to_sinks else None
+        self.frame.inflight = True
+        self.frame.sink_step = self.step_count if to_sinks else None
         self.drawn_step = self.step_count
         if save:
             self._save_pending = self.out_dir / f"frame_{self.step_count:06d}.png"
-        self._plan = make_plan(self)  # the next frames, planned from this one
+        self._plan = make_plan(self, self._protocols)  # the next frames, planned from this one
         return True
 
     def due(self, step: int | None = None) -> bool:
@@ -369,37 +370,38 @@ class Session(Rewind):
         step = self.step_count + 1 if step is None else int(step)
         if self.failed or self.canvas is None or self.paused:
             return False
-        if self.window is not None and (not self.window.alive or self._window_gone
+        if self.window is not None and (not self.window.alive or self.frame.window_gone
                                         or (self.window.resized and self.window.minimised())):
             return False
         if self.pacing.save_due(step):
             return self.budget.due(forced=True)  # its probe still counts as Caliper's time
-        if self._inflight and not self.canvas.done():
+        if self.frame.inflight and not self.canvas.done():
             return False
         return not self.pacing.within_interval() and not self.sinks.idle(self) and self.budget.due()
 
-    def _collect(self) -> None:
+    def collect(self) -> None:
+        """Collect the finished frame in flight: its counters, its PNG, its sinks' pixels."""
         self.canvas.finish()
         if self.canvas.profiler is not None and self.budget.share is not None:
             self.budget.executed(self.canvas.gpu_ms() / 1000)
-        self._inflight = False
+        self.frame.inflight = False
         self.frames += 1
         self.pacing.completed()
         if self._save_pending is not None:
             path, self._save_pending = self._save_pending, None
             self.canvas.save_png(path, self.canvas.pixels())
             self.saved.append(path)
-        if self._sink_step is not None:
-            step, self._sink_step = self._sink_step, None
+        if self.frame.sink_step is not None:
+            step, self.frame.sink_step = self.frame.sink_step, None
             self.sinks.deliver(self, self.canvas.pixels(), step)
 
     def _stop_panel(self, panel, why: str) -> None:
         panel.error = why
-        self._layout_due = True  # its notice replaces it from the next frame
+        self.frame.layout_due = True  # its notice replaces it from the next frame
         self.message = f"{panel.name} stopped"
         logger.warning(why)
 
-    def _fault(self, exc: Exception) -> None:
+    def fault(self, exc: Exception) -> None:
         """Drawing failed (a Vulkan error, a view raising): stop drawing for good, keep training.
         Producers no longer wait for frames (``panel.writing()`` returns at once)."""
         self.failed = f"{type(exc).__name__}: {exc}"
@@ -410,27 +412,25 @@ class Session(Rewind):
         logger.warning(f"drawing failed ({type(exc).__name__}: {exc}); training continues, "
                        "drawing stops")
 
-    _window_closed = window_closed  # plan.py's too
-
     # -- reporting ---------------------------------------------------------------------------
     def status(self) -> Status:
         return session_status(self)
 
     def flush(self) -> np.ndarray:
         """Wait for the frame in flight (if any) and return the last frame's pixels."""
-        self._wait_idle()
+        self.wait_idle()
         if self.canvas.read_back_serial is None:
             return self.canvas.read_back()
         return self.canvas.pixels()
 
     def render(self) -> np.ndarray:
         """Draw one frame now and wait for it (tests, screenshots, `S`)."""
-        self._wait_idle()
-        self._read_back_next = True  # the copy rides in the frame's own submission
+        self.wait_idle()
+        self.frame.read_back_next = True  # the copy rides in the frame's own submission
         try:
             drawn = self.step(self.step_count)
         finally:
-            self._read_back_next = False
+            self.frame.read_back_next = False
         if not drawn:
             why = (f"drawing stopped by a renderer error: {self.failed}" if self.failed
                    else "paused, window closed, or a producer mid-write")
@@ -450,7 +450,7 @@ class Session(Rewind):
         opened.leave(self)
         if self.canvas is None:
             return
-        self._wait_idle()
+        self.wait_idle()
         self.sinks.close()  # after the last frame was delivered: a video is completed here
         for panel in list(self.panels):
             panel._release()

@@ -209,9 +209,10 @@ def refresh_chrome(session, now: float, force: bool = False) -> None:
     a title at the same time, or at once when its panel's warning counts changed. ``force``: this
     frame leaves the process (a PNG, a video, a page, ``render()``): its chrome is made for it, so
     it states its own step, history and budget."""
-    periodic = force or now - session._status_time > 0.25 or session.message != session._status_message
+    frame = session.frame
+    periodic = force or now - frame.status_time > 0.25 or session.message != frame.status_message
     if periodic:
         bar = session.status_bar
         bar.set_text(session.status().line(bar.columns), warn=bool(session.message))
-        session._status_time, session._status_message = now, session.message
+        frame.status_time, frame.status_message = now, session.message
     update_titles(session.panels, periodic)

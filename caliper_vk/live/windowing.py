@@ -51,9 +51,9 @@ def pump_window(session) -> bool:
     if window.resized:
         if window.minimised():
             return minimised(session)
-        session._wait_idle()
+        session.wait_idle()
         window.recreate()
-        session._layout()
+        session.relayout()
     return True
 
 
@@ -61,21 +61,21 @@ def minimised(session) -> bool:
     """A step while the window has no area (minimised on Windows, sized to nothing): the frame is
     skipped at once, a finished frame collected without waiting, and the swapchain rebuilt at the
     first step after the window has a size again. Never waits for the window."""
-    if session._inflight and session.canvas.done():
-        session._collect()
+    if session.frame.inflight and session.canvas.done():
+        session.collect()
     session.skipped += 1
     return False
 
 
 def window_closed(session) -> None:
     """The window was closed or its display lost: said once; training goes on without drawing."""
-    if session._window_gone:
+    if session.frame.window_gone:
         return
-    session._window_gone = True
+    session.frame.window_gone = True
     if getattr(session.window, "lost", False):
         session.message = "display lost; drawing stopped"
         logger.warning("the display was lost; training continues without drawing")
     else:
         session.message = "window closed; drawing stopped"
         logger.info("the window was closed; training continues without drawing")
-    session._wait_idle()
+    session.wait_idle()

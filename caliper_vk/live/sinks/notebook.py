@@ -164,7 +164,7 @@ class NotebookSink:
         frame, step = self.last, self.last_step
         session = self.session
         if session is not None and session.canvas is not None:
-            session._wait_idle()
+            session.wait_idle()
             if session.drawn_step is not None:
                 frame, step = session.canvas.read_back(), session.drawn_step  # the latest frame drawn
         if frame is None:
