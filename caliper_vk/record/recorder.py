@@ -120,6 +120,9 @@ class Recorder:
         self._nonfinite_loss = False
         self._status = "running"
         self._defined: set[str] = set()
+        # a live session's overhead budget (caliper_vk.live.budget.Budget) that counts log() as
+        # Caliper's time on the training thread; watch(..., session=) sets it
+        self.budget = None
         self._stage = Staging()
         self._columns = ColumnSpool(self.dir)  # (replaces a spool a killed run left)
         self._log = LogWriter(log_path, {
@@ -196,6 +199,13 @@ class Recorder:
         ``placeholder`` names values that are not measurements (a step-0 gradient
         norm stored as 0 before any gradient existed); they are kept but marked.
         """
+        if self.budget is not None:  # Caliper's time on the training thread (once, when nested)
+            with self.budget.charging():
+                self._log_values(values, step, epoch, placeholder, named)
+        else:
+            self._log_values(values, step, epoch, placeholder, named)
+
+    def _log_values(self, values, step, epoch, placeholder, named) -> None:
         merged: dict = {}
         tensors: dict = {}
         for k, v in [*((str(k), v) for k, v in (values or {}).items()),

@@ -173,13 +173,17 @@ class Watcher:
             from ..live.budget import default_share
 
             budget = session.budget.share if session is not None else default_share()
-        self.budget = RecordBudget(budget, least=1 if self.source else max(int(update_ratio_every), 1))
+        self.budget = RecordBudget(budget, least=1 if self.source else max(int(update_ratio_every), 1),
+                                   frames=None if session is None else session.budget)  # one budget
+        if session is not None and isinstance(recorder, Recorder) and recorder.budget is None:
+            recorder.budget = session.budget  # the loop's own rec.log calls count too
         self._before: dict[int, object] = {}
         self._handles = []
         self._preclip = None
         self._grad_has: list[bool] = []  # (sharded) which parameters had a gradient on this rank
         self._pending: tuple = ()
         self._hook_time = 0.0
+        self._owed = None  # (with a session) the step's hooks' span by the budget's clock, to be charged
         self._last_end = None
         self._forward_start = None
         self._batch = 0
@@ -197,8 +201,8 @@ class Watcher:
                                f"{', '.join(n for n in modules if n)[:400]}")
             self._stats[name] = ActivationStats()
             self._handles.append(modules[name].register_forward_hook(_eager(self._activation_hook(name))))
-        self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
-        self._handles.append(optimizer.register_step_post_hook(self._post_step))
+        self._handles.append(optimizer.register_step_pre_hook(self._charged(self._pre_step)))
+        self._handles.append(optimizer.register_step_post_hook(self._charged(self._post_step)))
         self._handles.append(model.register_forward_pre_hook(_eager(self._forward_pre)))
         if clip is not None:
             recorder.define("clip/threshold", description="gradient-norm clipping cap given to watch()")
@@ -234,6 +238,22 @@ class Watcher:
             self.histograms()
 
     # -- hooks -------------------------------------------------------------------------
+    def _charged(self, hook):
+        """``hook`` as installed: with a session, the rec.log calls inside it are not counted by
+        themselves (the hook's own time, counted at the end of the step, holds them)."""
+        if self.session is None:
+            return hook
+        budget = self.session.budget
+
+        def charged(*args):
+            with budget.charging(count=False):
+                result = hook(*args)
+            if self._owed is not None:  # the step's hooks, counted once they have all returned
+                budget.charge(*self._owed)
+                self._owed = None
+            return result
+        return charged
+
     def _forward_pre(self, module, args):
         if not module.training:
             if self._eval_started is None:
@@ -348,9 +368,10 @@ class Watcher:
         extra = (deltas_done - cheap_done) + (end - extra_started)
         cheap = self._hook_time + (end - now) - extra
         self.budget.spent(cheap, extra if (expensive or histograms) else None)
-        if self.session is not None:  # the session's budget counts the hooks too
+        if self.session is not None:  # the session's budget counts the hooks too (_charged)
             clock = self.session.budget.clock
-            self.session.budget.charge(clock() - (self._hook_time + (end - now)))
+            ended = clock()
+            self._owed = (ended - (self._hook_time + (end - now)), ended)
         if self.budget.stepped():
             self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
             label = self.budget.label()
