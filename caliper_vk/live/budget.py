@@ -14,6 +14,13 @@ that calls ``step()``:
 - the span from a ``due()`` that answered True to the next ``step()``: the
   probe forward a loop runs only because a frame is due (``if due(): ...;
   step()``), with the writes inside it.
+- every ``charging()`` block: ``watch``'s hooks, the recorder's ``log`` once
+  ``watch(..., session=)`` has handed it this budget, the framework callbacks'
+  work. Blocks nest and only the outermost counts, so nothing is counted twice.
+
+``watch``'s thinning of its expensive records (:mod:`caliper_vk.record.thinning`)
+takes its share of this budget, after the rest of Caliper's work and after the
+frames' floor (:attr:`Budget.floor_rate`): one budget for recording and frames.
 
 The loop's wall time is the time between one ``step()`` and the next. The
 controller keeps a *credit* in seconds: each step adds ``budget ×`` the wall

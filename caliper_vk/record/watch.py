@@ -142,7 +142,9 @@ class Watcher:
 
     ``budget``: the share of the training loop's time the hooks may take ("auto": the session's
     budget when ``session`` is given, else 5% or ``CALIPER_VK_BUDGET``; None: no limit);
-    ``session``: a live session whose overhead budget also counts the hooks' time.
+    ``session``: a live session whose overhead budget also counts the hooks' time and the
+    recorder's ``log`` calls (once each), and leaves the expensive records what the frames'
+    floor and the rest of Caliper's work leave (:mod:`.thinning`).
     ``recorder``: None on a rank of a job that records nothing: the hooks still measure there
     when the model is sharded (its shards' norms are part of every rank's sums).
     ``update_ratio_every``: for an optimizer whose update :mod:`.devstats` cannot read (not SGD,
