@@ -181,24 +181,78 @@ def update_source(optimizer) -> str | None:
     return None
 
 
+def _adam_batch(items, group, decoupled: bool):
+    """The update norms of Adam's small parameters of one group, dtype and device (``items``:
+    ``[(p, state)]``, together at most :data:`CHUNK` elements): the arithmetic of
+    :func:`_adam_norm` in a few fused ``torch._foreach_*`` calls for them all, instead of a dozen
+    calls per parameter. Their temporaries: about three float32 copies of ``CHUNK // 2`` elements.
+    None when a value is a device tensor (a capturable optimizer's step): :func:`_adam_norm` then."""
+    import torch
+
+    beta1, beta2 = (_num(b) for b in group["betas"])
+    lr, eps = _num(group["lr"]), float(group["eps"])
+    steps = [_num(state["step"]) for _, state in items]
+    if not all(isinstance(x, float) for x in (beta1, beta2, lr, *steps)):
+        return None
+    wd = float(group.get("weight_decay", 0.0)) if decoupled else 0.0
+    c = lr * wd / (1 - lr * wd) if wd else 0.0
+    key = "max_exp_avg_sq" if group.get("amsgrad") else "exp_avg_sq"
+
+    def flat(t):  # float32 (no copy of a float32 tensor: only read, never written)
+        return local(t).detach().reshape(-1).to(torch.float32)
+
+    den = torch._foreach_sqrt([flat(state[key]) for _, state in items])
+    torch._foreach_div_(den, [(1 - beta2 ** t) ** 0.5 for t in steps])
+    torch._foreach_add_(den, eps)
+    work = torch._foreach_div([flat(state["exp_avg"]) for _, state in items], den)
+    del den
+    torch._foreach_mul_(work, [lr / (1 - beta1 ** t) * (1 + c) for t in steps])
+    if c:
+        torch._foreach_add_(work, [flat(p) for p, _ in items], alpha=c)
+    return list(torch._foreach_norm(work, 2))
+
+
 def update_norms(optimizer, params, source: str):
     """‖θ_k − θ_{k−1}‖ of each of ``params`` from the optimizer's state after its step (see the
     module docstring), as a list of 0-d float32 device tensors (None: not measurable this step,
-    such as a parameter the step skipped)."""
+    such as a parameter the step skipped). Adam's parameters of up to ``CHUNK // 2`` elements are
+    measured together, a batch of them at a time (:func:`_adam_batch`); larger ones in pieces."""
     where = {}
     for group in optimizer.param_groups:
         for p in group["params"]:
             where[id(p)] = group
-    out = []
-    for p in params:
+    out: list = [None] * len(params)
+    batches: dict = {}  # (group, device, dtypes) -> [[indices]]: Adam's small parameters
+    sizes: dict = {}
+    for i, p in enumerate(params):
         group = where.get(id(p))
         state = optimizer.state.get(p, {})
         if group is None:
-            out.append(None)
-        elif source == "sgd":
-            out.append(_sgd_norm(p, state, group))
-        else:
-            out.append(_adam_norm(p, state, group, decoupled=source == "adamw"))
+            continue
+        if source == "sgd":
+            out[i] = _sgd_norm(p, state, group)
+            continue
+        if "step" not in state or "exp_avg" not in state:
+            continue
+        n = local(p).numel()
+        if n > CHUNK // 2:
+            out[i] = _adam_norm(p, state, group, decoupled=source == "adamw")
+            continue
+        key = (id(group), local(p).device, local(p).dtype, local(state["exp_avg"]).dtype)
+        if key not in batches or sizes[key] + n > CHUNK // 2:
+            batches.setdefault(key, []).append([])
+            sizes[key] = 0
+        batches[key][-1].append(i)
+        sizes[key] += n
+    for runs in batches.values():
+        for run in runs:
+            group = where[id(params[run[0]])]
+            items = [(params[i], optimizer.state[params[i]]) for i in run]
+            got = _adam_batch(items, group, decoupled=source == "adamw")
+            if got is None:
+                got = [_adam_norm(p, state, group, decoupled=source == "adamw") for p, state in items]
+            for i, norm in zip(run, got, strict=True):
+                out[i] = norm
     return out
 
 
