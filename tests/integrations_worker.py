@@ -17,10 +17,10 @@ import torch
 STEPS = 6
 
 
-def report(out: Path, cb) -> None:
+def report(out: Path, cb, **extra) -> None:
     rank = int(os.environ["RANK"])
     s = cb.session
-    result = {"rank": rank, "session": s is not None, "recorder": cb.recorder is not None}
+    result = {"rank": rank, "session": s is not None, "recorder": cb.recorder is not None, **extra}
     if s is not None:
         result.update(panels={p.name: p.path for p in s.panels}, frames=s.frames,
                       notes={p.name: getattr(p, "note", "") for p in s.panels}, status=s.status().line())
@@ -102,9 +102,17 @@ def lightning(out: Path, strategy: str = "ddp") -> None:
         def configure_optimizers(self):
             return torch.optim.Adam(self.parameters(), lr=0.01)
 
+    used = []  # per optimizer step: the global norm of the whole gradients the step uses
+
     class Report(pl.Callback):
+        def on_before_optimizer_step(self, trainer, pl_module, optimizer):  # inside the step's closure
+            grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
+            grads = [g.full_tensor() if hasattr(g, "full_tensor") else g for g in grads]  # (every rank)
+            used.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float())
+                                                                    for g in grads]))))
+
         def on_train_end(self, trainer, pl_module):
-            report(out, cb)
+            report(out, cb, used_grad_norms=used)
 
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 20, (64, 12), generator=g)

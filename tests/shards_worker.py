@@ -2,8 +2,11 @@
 (gloo, CPU) with FSDP2's ``fully_shard`` or FSDP1's ``FullyShardedDataParallel``
 (``use_orig_params=True``), recording on rank 0 (``recorder=None`` on rank 1).
 
-``python -m torch.distributed.run --nproc_per_node 2 shards_worker.py {fsdp2|fsdp1}[:thinned] OUT``
-(``thinned``: rank 1's budget takes update ratios every 2 steps, rank 0's every step).
+``python -m torch.distributed.run --nproc_per_node 2 shards_worker.py {fsdp2|fsdp1}[:options] OUT``
+with options separated by commas: ``thinned`` (rank 1's budget takes update ratios every 2
+steps, rank 0's every step), ``closure`` (each step is ``opt.step(closure)``: forward, backward
+and clipping inside the step, as Lightning runs it), ``capture`` (after training, ``capture``
+on every rank, then on rank 0 alone, which must raise; both written to ``OUT/capture.json``).
 Each step, every rank also gathers the whole parameters and gradients (``full_tensor()`` /
 ``summon_full_params``) and rank 0 writes their norms, computed on the full tensors, to
 ``OUT/reference.json``: what the recorded norms must equal.
@@ -57,26 +60,36 @@ def shard(net, how: str):
 
 
 def main(how: str, out: Path) -> None:
-    how, _, thinned = how.partition(":")
+    how, _, options = how.partition(":")
+    options = set(options.split(","))
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     net, full = shard(model(), how)
     opt = torch.optim.Adam(net.parameters(), lr=0.05)
     rec = cv.Recorder(out / "run") if rank == 0 else None
     w = cv.watch(net, opt, rec, budget=None, histograms_every=2, histogram_bins=BINS, histogram_range=RANGE)
-    if thinned and rank == 1:
+    if "thinned" in options and rank == 1:
         w.budget.every = 2  # as a budget thinning this rank's expensive records would
     g = torch.Generator().manual_seed(1 + rank)  # each rank its own batch
     reference = {"grad": [], "weight": [], "update": [], "hist": {}}
     before = {n: p for n, (p, _) in full().items()}
     for step in range(1, STEPS + 1):
         x, y = torch.randn(6, 8, generator=g), torch.randn(6, 1, generator=g)
-        loss = torch.nn.functional.mse_loss(net(x), y)
-        opt.zero_grad()
-        loss.backward()
-        grads = {n: gr for n, (_, gr) in full().items()}
-        w.clip_grad_norm_(100.0)  # (a cap the norm never reaches: recorded, nothing clipped)
-        opt.step()
+        grads = {}
+
+        def closure(x=x, y=y, grads=grads):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            grads.update({n: gr for n, (_, gr) in full().items()})
+            w.clip_grad_norm_(100.0)  # (a cap the norm never reaches: recorded, nothing clipped)
+            return loss
+
+        if "closure" in options:
+            loss = opt.step(closure)
+        else:
+            loss = closure()
+            opt.step()
         after = {n: p for n, (p, _) in full().items()}
         reference["grad"].append({n: float(torch.linalg.vector_norm(v)) for n, v in grads.items()})
         reference["weight"].append({n: float(torch.linalg.vector_norm(v)) for n, v in after.items()})
@@ -88,6 +101,16 @@ def main(how: str, out: Path) -> None:
         before = after
         if rec is not None:
             rec.log(train_loss=loss)
+    if "capture" in options:
+        x = torch.randn(3, 8, generator=torch.Generator().manual_seed(5))
+        both = w.capture(x, ["2"], name="features")
+        alone = ""
+        if rank == 0:  # rank 1 does not call it: rank 0 must say so instead of hanging in the gather
+            try:
+                w.capture(x, ["2"], name="features", wait_s=1.0)
+            except RuntimeError as e:
+                alone = str(e)
+            (out / "capture.json").write_text(json.dumps({"both": list(both["2"].shape), "alone": alone}))
     w.remove()
     if rec is not None:
         rec.close()

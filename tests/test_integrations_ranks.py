@@ -82,6 +82,10 @@ def test_lightning_ddp_under_torchrun_records_one_run_and_draws_every_rank(tmp_p
     # the module calls its attention with need_weights=False: the probe asks for the weights itself
     check(tmp_path, {"attn", "embed", "mlp.1"},
           {"attention/attn": (2, 12, 12), "outputs/mlp.1": (12, 32), "embedding/embed": (20, 3)})
+    used = json.loads((tmp_path / "rank0.json").read_text())["used_grad_norms"]  # (all-reduced by DDP)
+    norms = load_run(tmp_path / "run").metrics["grad_norm/global"]
+    assert norms.step.tolist() == [1, 2, 3, 4, 5, 6] and len(used) == 6
+    np.testing.assert_allclose(norms.value, used, rtol=1e-5)
 
 
 def test_lightning_fsdp_under_torchrun_or_the_reason_it_cannot_run_here(tmp_path):
@@ -120,5 +124,10 @@ def test_lightning_fully_shard_under_torchrun_records_the_whole_parameters_norms
         series = run.metrics[f"weight_norm/{name}"]
         assert series.step[-1] == 6
         assert series.value[-1] == pytest.approx(norm, rel=1e-5)
-    assert len(run.metrics["grad_norm/attn.in_proj_weight"]) >= 5
+    # the gradients each step used (Lightning's on_before_optimizer_step, inside the step's closure),
+    # step 1 included: watch measures after the closure, not one step late
+    used = json.loads((tmp_path / "rank0.json").read_text())["used_grad_norms"]
+    assert len(used) == 6
+    assert run.metrics["grad_norm/global"].step.tolist() == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose(run.metrics["grad_norm/global"].value, used, rtol=1e-5)
     assert [f.step for f in run.histograms["weights/embed.weight"]] == [0]

@@ -25,8 +25,9 @@ CASES = {  # name: (shape, view, options, twin class)
     "images-per-tile": ((6, 5, 7), "images", {}, Images),
     "images-shared-symmetric": ((6, 5, 7), "images", {"normalize": "shared", "value_range": "symmetric"},
                                 Images),
-    # (0, 1) grown to the values on the device; the cells' text is the host's (see confusion.py)
-    "confusion-counts": ((6, 6), "confusion", {"counts_in_cells": False}, Confusion),
+    # (0, 1) grown to the values on the device; the cells' text and row shares made there too
+    "confusion-counts": ((6, 6), "confusion", {}, Confusion),
+    "confusion-row-shares": ((6, 6), "confusion", {"normalize": "row"}, Confusion),
 }
 
 
@@ -72,16 +73,18 @@ def test_discrete_view_written_after_attach_matches_twin(name, device, artifacts
                 assert panel.view.range == (float(lo), float(hi))  # the title's range is the frame's
 
 
-def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_largest(device, artifacts):
+@pytest.mark.parametrize("normalize", ["none", "row"])
+def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_largest(normalize, device,
+                                                                                    artifacts):
     """int32 counts read in place, attached at zero: the colour range is (0, max(1, largest count))
-    of the counts each frame read, as the twin from a ``.cpu()`` copy after ``flush()`` has it.
-    Read in place, the cells carry no text (the host sees only the attach-time copy); staged
-    (a device without host import), the text is the frame's counts."""
+    of the counts each frame read (or the row shares, made on the device), and the cells carry that
+    frame's counts as text, as the twin from a ``.cpu()`` copy after ``flush()`` has them, with no
+    device-to-host transfer (the host sees only the attach-time copy)."""
     t = discrete.empty((5, 5), torch.int32)
     rng = np.random.default_rng(25)
     importable = device.info.has("VK_EXT_external_memory_host")
     with cv.Session(window=False, size=(320, 280), budget=None) as s:
-        panel = s.attach(t, "confusion", name="val")
+        panel = s.attach(t, "confusion", name="val", normalize=normalize)
         r = panel.view.rect
         assert panel.view.layout(r.width, r.height)["fit"] >= 3  # cells big enough for counts
         s.step(0)
@@ -89,38 +92,47 @@ def test_discrete_confusion_counts_written_after_attach_colour_by_the_frames_lar
         assert panel.view.range == (0.0, 1.0)  # all zero: the range's floor
         for step, top in ((1, 9), (2, 700), (3, 40)):
             with panel.writing():
-                t.copy_(torch.from_numpy(rng.integers(0, top, (5, 5), dtype=np.int32)))
+                counts = rng.integers(0, top, (5, 5), dtype=np.int32)
+                counts[step] = 0  # a class with no examples: an empty row of shares
+                t.copy_(torch.from_numpy(counts))
             with discrete.transfers() as moved:
                 s.step(step)
                 frame = s.flush()
             assert moved.to_host == (0 if importable else 1)
             copy = t.cpu().numpy()
-            twin = Confusion(copy, counts_in_cells=not importable)
-            assert panel.view.tokens == twin.tokens  # no stale numbers: none, or this frame's
+            twin = Confusion(copy, normalize=normalize)
+            assert twin.layout(r.width, r.height)["fit"] >= 3
+            # the host's view of counts read in place is the attach-time copy: it offers no text
+            assert panel.view.tokens == (None if importable else twin.tokens)
             r = panel.view.rect
             assert_same_image(region(frame, panel), twin.reference(r.width, r.height),
-                              artifacts / f"confusion-{step}")
-            assert panel.view.range == (0.0, float(max(copy.max(), 1)))
+                              artifacts / f"confusion-{normalize}-{step}")
+            top = float(max(copy.max(), 1)) if normalize == "none" else 1.0
+            assert panel.view.range == (0.0, top)
 
 
-def test_discrete_confusion_rewound_step_shows_its_own_range(artifacts):
-    """Rewind redraws a kept step of in-place counts over the range remade from its kept bytes."""
+@pytest.mark.parametrize("normalize", ["none", "row"])
+def test_discrete_confusion_rewound_step_shows_its_own_range(normalize, artifacts):
+    """Rewind redraws a kept step of in-place counts over the range, shares and text remade on the
+    device from its kept bytes: as that step's frame showed it, as its twin draws it."""
     t = discrete.empty((4, 4), torch.int32)
     rng = np.random.default_rng(7)
     with cv.Session(window=False, size=(200, 160), history="1MB", budget=None) as s:
-        panel = s.attach(t, "confusion", name="val")
-        frames, ranges = {}, {}
+        panel = s.attach(t, "confusion", name="val", normalize=normalize)
+        frames, ranges, copies = {}, {}, {}
         for step, top in ((1, 5), (2, 900), (3, 60)):
             with panel.writing():
                 t.copy_(torch.from_numpy(rng.integers(0, top, (4, 4), dtype=np.int32)))
             assert s.step(step)
             frames[step] = s.flush().copy()
-            ranges[step] = panel.view.range
-        assert len(set(ranges.values())) == 3
+            ranges[step], copies[step] = panel.view.range, t.cpu().numpy()
+        assert len(set(ranges.values())) == (3 if normalize == "none" else 1)
         r = panel.view.rect
         for k in (2, 1, 3):
             s.rewind(k)
-            again = s.render()
-            assert_same_image(again[r.y:r.y + r.height, r.x:r.x + r.width],
-                              frames[k][r.y:r.y + r.height, r.x:r.x + r.width], artifacts / f"cm-{k}")
+            again = s.render()[r.y:r.y + r.height, r.x:r.x + r.width]
+            assert_same_image(again, frames[k][r.y:r.y + r.height, r.x:r.x + r.width],
+                              artifacts / f"cm-{normalize}-{k}")
+            assert_same_image(again, Confusion(copies[k], normalize=normalize).reference(r.width, r.height),
+                              artifacts / f"cm-twin-{normalize}-{k}")
             assert panel.view.range == ranges[k]

@@ -77,8 +77,9 @@ class _Allocations(TorchDispatchMode):
         return out
 
 
-@pytest.mark.parametrize("kind", ["sgd-momentum-wd", "adamw-amsgrad"])
-def test_a_watched_step_makes_no_model_copy_no_float64_copy_and_reads_nothing_back(tmp_path, kind,
+@pytest.mark.parametrize(("kind", "closure"), [("sgd-momentum-wd", False), ("adamw-amsgrad", False),
+                                               ("adamw-amsgrad", True)])
+def test_a_watched_step_makes_no_model_copy_no_float64_copy_and_reads_nothing_back(tmp_path, kind, closure,
                                                                                    monkeypatch):
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64))
     opt = OPTIMIZERS[kind](model.parameters())
@@ -98,12 +99,19 @@ def test_a_watched_step_makes_no_model_copy_no_float64_copy_and_reads_nothing_ba
         original = getattr(torch.Tensor, name)
         monkeypatch.setattr(torch.Tensor, name, lambda self, *a, _o=original, _n=name, **k: (
             id(self) in counters or reads.append(_n), _o(self, *a, **k))[1])
+    def forward_backward():
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss
+
     with _Allocations() as seen:
         for _ in range(2):
-            opt.zero_grad()
-            loss = model(x).square().mean()
-            loss.backward()
-            opt.step()
+            if closure:  # (watch measures after the closure, inside the step)
+                loss = opt.step(forward_backward)
+            else:
+                loss = forward_backward()
+                opt.step()
             rec.log(train_loss=loss)
     monkeypatch.undo()
     wide = [m for m in seen.made if m[1] == torch.float64 and m[2] >= smallest]

@@ -76,3 +76,17 @@ def test_update_ratios_are_recorded_at_the_steps_every_rank_measured(tmp_path):
     the shards (and no collective is mismatched)."""
     run, ref = torchrun(tmp_path, "fsdp2:thinned")
     check(run, ref, ratio_steps=(2, 4))
+
+
+@pytest.mark.parametrize("how", ["fsdp2", "fsdp1"])
+def test_a_sharded_step_with_a_closure_and_capture_on_every_rank(tmp_path, how):
+    """Each step is ``opt.step(closure)`` (forward, backward, clipping inside the step, as
+    Lightning runs it): the norms are still of the gradients each step uses, step 1 included.
+    Then ``capture`` on both ranks records the probe (its forward gathers the shards), and
+    rank 0 calling it alone raises with the fix instead of hanging in the gather."""
+    run, ref = torchrun(tmp_path, f"{how}:closure,capture")
+    check(run, ref)
+    got = json.loads((tmp_path / "capture.json").read_text())
+    assert got["both"] == [3, 5]
+    assert "must be called on every rank" in got["alone"] and "1 of the 2 ranks" in got["alone"]
+    assert [f.array.shape for f in run.arrays["features/2"]] == [(3, 5)]

@@ -180,7 +180,11 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
                  | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_bring_to_front_on_focus
                  | imgui.WindowFlags_.no_background)  # the overlay's clear colour is the background
         imgui.begin("caliper view", None, flags)
-        imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders)
+        # its scrollbar always there: one that appeared when the readouts overflow would narrow
+        # the wrapped lines under it after the first frame (Dear ImGui decides it from the frame
+        # before), and the first frame drawn would not be the settled one
+        imgui.begin_child("sidebar", imgui.ImVec2(SIDEBAR, 0), imgui.ChildFlags_.borders,
+                          imgui.WindowFlags_.always_vertical_scrollbar)
         self._sidebar()
         imgui.end_child()
         imgui.same_line()
@@ -270,11 +274,12 @@ class Dashboard(ScalarPanels, ReusedPanels, ArrayPanels, MarkedPanels, ValueTabl
             if on and p.kind == "scalar":
                 keys.extend(p.keys)
         keys = [k for k in keys if any(k in run.metrics for run in self.runs)]  # not only hidden runs
+        at = [run.to_step(self.axis, self.cursor) for run in self.runs]  # (once, not per key)
         for key in keys[:24]:
             imgui.text(key)
             others: dict[str, list[str]] = {}  # runs without a value here: one line, not one each
-            for run in self.runs:
-                r = model.read_cursor(run, key, self.axis, self.cursor)
+            for run, step in zip(self.runs, at, strict=True):
+                r = model.read_cursor(run, key, self.axis, self.cursor, step)
                 if r.state != "value":
                     if len(self.runs) == 1:  # its own range said in full
                         others.setdefault(r.text, []).append(run.name)

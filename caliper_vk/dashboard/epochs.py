@@ -75,9 +75,11 @@ def epoch_alpha(age: int, count: int) -> float:
 def per_step(run, key: str) -> bool:
     """Whether series ``key`` of ``run`` has samples to lay over each other within its epochs
     (more than about one per epoch: a per-epoch validation loss has not)."""
-    s = run.metrics.get(key)
-    ends = epoch_bounds(run)
-    return s is not None and bool(ends) and len(s) >= 2 * len(ends)
+    return _per_step(run.metrics.get(key), len(epoch_bounds(run)))
+
+
+def _per_step(s, epochs: int) -> bool:
+    return s is not None and epochs > 0 and len(s) >= 2 * epochs
 
 
 class EpochOverlays:
@@ -91,7 +93,10 @@ class EpochOverlays:
         """The series of ``panel`` that some shown run recorded per step within its epochs."""
         key = ("epoch keys", panel.title, tuple(panel.keys))
         if key not in self._cache:
-            self._cache[key] = [k for k in panel.keys if any(per_step(run, k) for run in self.runs)]
+            # (each run's epochs found once: a panel of a thousand series asked per series)
+            epochs = [(run, len(epoch_bounds(run))) for run in self.runs]
+            self._cache[key] = [k for k in panel.keys
+                                if any(_per_step(run.metrics.get(k), n) for run, n in epochs)]
         return self._cache[key]
 
     def _epoch_notes(self, panel: model.Panel) -> list[str]:

@@ -135,13 +135,17 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
-def read_cursor(run: Run, key: str, axis: str, x: float) -> Reading:
+_FIND = object()
+
+
+def read_cursor(run: Run, key: str, axis: str, x: float, step=_FIND) -> Reading:
     """The raw value of ``key`` in ``run`` at cursor coordinate ``x`` on ``axis``: the last
-    sample at or before the cursor's step, with that sample's step."""
+    sample at or before the cursor's step, with that sample's step. ``step``: the cursor's step
+    in ``run`` (``run.to_step(axis, x)``) when the caller found it once for many keys."""
     s = run.metrics.get(key)
     if s is None:
         return Reading(run.name, key, "not-recorded", text="not recorded")
-    step = run.to_step(axis, x)
+    step = run.to_step(axis, x) if step is _FIND else step
     if step is None:
         r = run.step_range
         off = run.step_offset if axis == "step" else 0

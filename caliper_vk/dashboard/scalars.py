@@ -13,7 +13,7 @@ from imgui_bundle import imgui, implot
 from ..record import Run
 from ..record import pyramid
 from ..record.mapped import item
-from . import model
+from . import model, summary
 from .scales import panel_series
 from .style import (LEGEND_ROWS, MARKS, NEUTRAL, RAW_UNDER_EMA, _col, _series_shade, _spec, best_so_far_rgb,
                     dim, fit_text, fitted_text, series_rgb)
@@ -64,7 +64,13 @@ class ScalarPanels:
                 implot.set_next_axis_to_fit(implot.ImAxis_.x1)
             else:  # set, not fitted: a fit would come from this frame's columns, and differ
                 implot.set_next_axis_limits(implot.ImAxis_.x1, *span, imgui.Cond_.always)
+        count = sum(1 for run in self.runs for k in panel.keys if len(run.metrics.get(k) or ()))
+        # hundreds of series (per-parameter norms): their envelope and the few highest (summary.py)
+        few = (self._cached("top series", panel, summary.top_series)
+               if count > summary.SUMMARY_TRACES and not by_epoch else None)
         notes = [panel.note] if panel.note else []
+        if few is not None:
+            notes.append(summary.rule_text(count, len(self.runs), len(few)))
         if panel.options.get("group") == "grad":
             notes += [f"{run.name}: {t}" for run in self.runs if (t := model.clipping_text(run))]
         if by_epoch:
@@ -122,18 +128,25 @@ class ScalarPanels:
             # limits ImPlot fitted last frame would move the fit of the next)
             self._wide = self._cached("extent", panel, _extent) if wide else None
             self._log_axis = not linear
+            if few is not None:
+                self._envelopes(panel, plot_w, lim)
+                rank = {pair: n for n, pair in enumerate(few)}
             for run in self.runs:
                 rgb = self._rgb(run)
                 for j, key in enumerate(panel.keys):
                     s = run.metrics.get(key)
-                    if s is None or not len(s):
+                    if s is None or not len(s) or (few is not None and (run.name, key) not in rank):
                         continue
                     # one run: a colour per series; several runs: a colour per run, lighter per series
-                    shade = series_rgb(rgb, j, len(self.runs))
+                    # (a summary's few: a colour each by rank)
+                    shade = series_rgb(rgb, j if few is None else rank[(run.name, key)], len(self.runs))
                     label = key if len(self.runs) == 1 else f"{key} · {run.name}"
                     # the legend names series once: with several runs the colour is the run's
-                    # (keyed in the sidebar) and the shade the series'
-                    self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
+                    # (keyed in the sidebar) and the shade the series'; a summary's few by run too
+                    if few is not None and len(self.runs) > 1:
+                        self._item(label, shade)
+                    else:
+                        self._item(key, shade if len(self.runs) == 1 else _series_shade(NEUTRAL, j))
                     self._trace(label, run, s, shade, plot_w, lim)
                 if model.best_panel(self.panels, run) == index:  # the best metric's own panel
                     self._best_marks(run, rgb)
@@ -148,6 +161,60 @@ class ScalarPanels:
         self._draw_cursor(index)
         if index in self.tables:  # after the static part: it follows the cursor (table.py)
             self._value_table(panel, index)
+
+    def _envelopes(self, panel: model.Panel, plot_w: int, lim) -> None:
+        """A summarised panel's band per run: the least and the greatest measured value of all its
+        series over the view (or the run's whole range when fitting), per pyramid block narrower
+        than a pixel column (summary.block_band) or, zoomed in, per pixel column; kept per run,
+        view and width (summary.py)."""
+        cols = LAYOUT_COLUMNS if self._layout_pass else plot_w
+        for run in self.runs:
+            series = [self._series(run, s) for k in panel.keys if len(s := run.metrics.get(k) or ())]
+            ends = [t["ends"] for t in series if t["ends"] is not None]
+            if not ends:
+                continue
+            x0, x1 = (min(e[0] for e in ends), max(e[1] for e in ends)) if lim is None else lim
+            key = ("summary", id(run), panel.title, self.axis, x0, x1, cols)
+            hit = self._cache.get(key)
+            if hit is None and self._layout_pass and self._wide:
+                # the undrawn pass: the bands reach the panel's extremes and no further (_pixel_tall),
+                # so one band over them fits the plot as the envelope will, for no reads
+                hit = [(np.array([x0, x1], np.float64), np.full(2, self._wide[0]), np.full(2, self._wide[1]))]
+            if hit is None:
+                # series that share their x column: one band from their pyramids' blocks (exact per
+                # block, each narrower than a pixel column); the rest reduced per pixel column
+                shared: dict = {}
+                for t in series:
+                    if t["series"] is not None:
+                        shared.setdefault(id(t["x"]), (t["x"], []))[1].append(t["series"])
+                parts, rest = [], [t for t in series if t["series"] is None]
+                for x, group in shared.values():
+                    band = summary.block_band(x, group, x0, x1, cols)
+                    if band is None:  # zoomed in: few samples per pixel column, reduced exactly
+                        rest += [t for t in series if t["x"] is x]
+                    else:
+                        parts.append(band)
+                lo = hi = c = None
+                for t in rest:
+                    if t["series"] is not None:
+                        c, a, b = model.envelope_columns(t["x"], t["series"], x0, x1, cols, self._edges)
+                    else:
+                        c, a, b = model.reduce_columns(t["x"], self._measured(t), x0, x1, cols)
+                    lo, hi = summary.fold(lo, hi, a, b)
+                if c is not None:
+                    parts.append((c, lo, hi))
+                hit = parts
+                if not self._layout_pass:
+                    for old in [k for k in self._cache if k[:3] == key[:3]]:  # views gone by
+                        del self._cache[old]
+                    self._cache[key] = hit
+            one = len(self.runs) == 1
+            rgb = NEUTRAL if one else self._rgb(run)
+            label = self._item(f"all {len(series)} series" + ("" if one else f" · {run.name}"), rgb)
+            for c, lo, hi in hit:  # (one part unless the series have different x columns: one item)
+                if self._wide:
+                    lo, hi = _pixel_tall(lo, hi, self._log_axis, self._wide)
+                implot.plot_shaded(label, c, lo, hi, _spec(rgb, fill=0.35))
 
     def _not_recorded_panel(self, panel: model.Panel, index: int) -> None:
         """A panel none of the runs shown has a sample of (another run's metric, a run hidden):
@@ -464,7 +531,10 @@ def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool, extent) -> tuple[np.n
     """A band from ``lo`` to ``hi`` per column widened, where it is less than a pixel tall, to one
     pixel around its middle (on a log axis, in decades), so that a flat stretch stays visible
     without an outline; it still covers every sample's value. A pixel is the panel's ``extent``
-    (its values' range) over the plot's height. Call inside the plot."""
+    (its values' range) over the plot's height. A widened band is moved inside the extent, so
+    that the y axis fitted to the bands is the extent's whatever the plot's height (the undrawn
+    layout pass's plot is not as tall as the first drawn one: the first frame must fit as the
+    next one does). Call inside the plot."""
     size = implot.get_plot_size()
     y0, y1 = extent
     if not size.y > 0 or not y1 > y0:
@@ -473,7 +543,11 @@ def _pixel_tall(lo: np.ndarray, hi: np.ndarray, log: bool, extent) -> tuple[np.n
         half = 0.5 * (np.log10(y1) - np.log10(y0)) / size.y
         with np.errstate(invalid="ignore", divide="ignore"):
             mid = np.sqrt(lo * hi)
-            return np.fmin(lo, mid * 10.0 ** -half), np.fmax(hi, mid * 10.0 ** half)
+            blo, bhi = np.fmin(lo, mid * 10.0 ** -half), np.fmax(hi, mid * 10.0 ** half)
+            up, down = np.fmax(y0 / blo, 1.0), np.fmax(bhi / y1, 1.0)  # (NaN for a gap: stays NaN)
+            return np.fmax(blo * up / down, y0), np.fmin(bhi * up / down, y1)  # (not an ulp outside)
     half = 0.5 * (y1 - y0) / size.y
     mid = (lo + hi) * 0.5
-    return np.fmin(lo, mid - half), np.fmax(hi, mid + half)
+    blo, bhi = np.fmin(lo, mid - half), np.fmax(hi, mid + half)
+    shift = np.fmax(y0 - blo, 0.0) - np.fmax(bhi - y1, 0.0)
+    return np.fmax(blo + shift, y0), np.fmin(bhi + shift, y1)  # (not an ulp outside)

@@ -128,11 +128,15 @@ class _Series:
 
 
 class _Stream:
-    __slots__ = ("born", "steps")
+    __slots__ = ("born", "like_progress", "steps")
 
     def __init__(self, spool, born: int):
         self.steps = _Column(spool, "q")
         self.born = born  # the record that made it (series first logged together join it)
+        # every step so far is the progress table's step at the same index: when the lengths
+        # match at close, the series store the progress step column itself (the loader then
+        # shares it by reference instead of comparing ten million steps)
+        self.like_progress = born >= 0
 
 
 class ColumnSpool:
@@ -197,7 +201,7 @@ class ColumnSpool:
         if g is not None and not placeholder and g[0] == tuple(values):
             st, group = g[1], g[2]
             if all(s.n == st.steps.n for s in group):  # the usual record: the same series, in step
-                st.steps.append(step)
+                self._grow(st, step)
                 for s, v in zip(group, values.values(), strict=True):
                     s.values.push(v)
                     s.n += 1
@@ -239,11 +243,11 @@ class ColumnSpool:
                        and x.steps.last == step), None)
             if st is None:
                 st = _Stream(self, self._records)
-                st.steps.append(step)
+                self._grow(st, step)
             s.stream = st
             return
         if st.steps.n == s.n:  # it leads: the stream grows
-            st.steps.append(step)
+            self._grow(st, step)
         elif not (st.steps.n == s.n + 1 and st.steps.last == step):  # it left the stream
             own = _Stream(self, -1)
             for lo in range(0, s.n, CHUNK):
@@ -251,6 +255,14 @@ class ColumnSpool:
                     own.steps.append(v)
             own.steps.append(step)
             s.stream = own
+
+    def _grow(self, st: _Stream, step: int) -> None:
+        """Append ``step`` to stream ``st`` (just noted in the progress table: it is the pending
+        entry, whose index is the number of entries flushed)."""
+        if st.like_progress:
+            p = self.pending
+            st.like_progress = p is not None and p[0] == step and st.steps.n == self.progress[0].n
+        st.steps.append(step)
 
     def _streams(self):
         seen = set()
@@ -271,8 +283,9 @@ class ColumnSpool:
     def write_columns(self, doc: dict, sidecar, defs: dict) -> None:
         """Fill ``doc["progress"]`` and ``doc["metrics"]`` with references to the columns, through
         ``sidecar`` (a :class:`~caliper_vk.record.runfile._SidecarWriter`)."""
-        steps, epochs, times = self._progress(sidecar)
-        doc["progress"] = {"step": steps, "epoch": epochs if self.epochs else None, "time": times}
+        progress_steps, epochs, times = self._progress(sidecar)
+        doc["progress"] = {"step": progress_steps, "epoch": epochs if self.epochs else None, "time": times}
+        entries = 0 if self.pending is None or self.disordered else self.progress[0].n + 1
         metrics = {}
         refs: dict = {}
         for name, s in self.series.items():
@@ -281,10 +294,11 @@ class ColumnSpool:
             if st.increasing or (s.n < st.n and _increasing(st.read(0, s.n))):
                 key = (id(st), s.n)
                 if key not in refs:  # series sharing a stream share its stored column
-                    refs[key] = sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n))
+                    refs[key] = (progress_steps if s.stream.like_progress and s.n == entries
+                                 else sidecar.add_pieces(st.dtype, s.n, st.pieces(s.n)))
                 step_ref = dict(refs[key])
                 value_ref = sidecar.add_pieces(s.values.dtype, s.n, s.values.pieces())
-                pyr = _pyramid(s, st) if s.n >= pyramid.MIN_LENGTH else None
+                pyr = self._pyramid(s, st, sidecar) if s.n >= pyramid.MIN_LENGTH else None
             else:  # values logged for earlier steps: sorted as the log's reader sorts them
                 order = np.argsort(st.read(0, s.n), kind="stable")
                 steps, values = st.read(0, s.n)[order], s.values.read(0, s.n)[order]
@@ -294,9 +308,32 @@ class ColumnSpool:
             metrics[name] = {"unit": d.get("unit"), "description": d.get("description"), "goal": d.get("goal"),
                              "step": step_ref, "value": value_ref,
                              "placeholder_steps": sorted(set(s.placeholders))}
-            if pyr is not None:  # the dashboard draws a long series from it (record/pyramid.py)
+            if isinstance(pyr, dict):
+                metrics[name]["pyramid"] = pyr
+            elif pyr is not None:  # the dashboard draws a long series from it (record/pyramid.py)
                 metrics[name]["pyramid"] = pyramid.to_doc(pyr, lambda a: self._spooled(a, sidecar))
         doc["metrics"] = metrics
+
+    def _pyramid(self, s: _Series, steps: _Column, sidecar) -> dict:
+        """A series' min/max pyramid as ``run.json`` stores it, read back from its spooled columns
+        (values, and its ``steps`` where it has placeholders) a piece at a time; level 1 (``n``
+        bytes) goes to the spool as it is made, so only level 2 and up are ever in memory."""
+        ph = np.array(sorted(set(s.placeholders)), np.int64)
+        start, size = self.size, [0]
+
+        def spill(rows):
+            self.put(array.array("d", np.ascontiguousarray(rows, np.float64).tobytes()))
+            size[0] += rows.nbytes
+
+        def pieces():
+            for lo in range(0, s.n, pyramid.SCAN):
+                hi = min(lo + pyramid.SCAN, s.n)
+                yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
+
+        pyr = pyramid.build(pieces(), s.n, spill)
+        rows = pyramid.level_rows(s.n)[0]  # (written end to end: nothing else writes the spool meanwhile)
+        first = sidecar.add_pieces(np.float64, rows * 2, [(self.fd, start, size[0])], shape=(rows, 2))
+        return pyramid.to_doc(pyr, lambda a: self._spooled(a, sidecar), first)
 
     def _progress(self, sidecar):
         cols = self.progress
@@ -317,19 +354,6 @@ class ColumnSpool:
         return (sidecar.add(np.array(steps, np.int64)),
                 sidecar.add(np.array([table[s][0] for s in steps], np.float64)),
                 sidecar.add(np.array([table[s][1] for s in steps], np.float64)))
-
-
-def _pyramid(s: _Series, steps: _Column) -> pyramid.Pyramid:
-    """A series' min/max pyramid, read back from its spooled columns (values, and its ``steps``
-    where it has placeholders) a piece at a time."""
-    ph = np.array(sorted(set(s.placeholders)), np.int64)
-
-    def pieces():
-        for lo in range(0, s.n, pyramid.SCAN):
-            hi = min(lo + pyramid.SCAN, s.n)
-            yield s.values.read(lo, hi), np.isin(steps.read(lo, hi), ph) if len(ph) else None
-
-    return pyramid.build(pieces(), s.n)
 
 
 def _merge(table: dict, step: int, epoch: float, time_: float) -> None:

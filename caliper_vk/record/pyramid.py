@@ -97,11 +97,14 @@ def _up(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def build(chunks, n: int) -> Pyramid:
+def build(chunks, n: int, spill=None) -> Pyramid:
     """The pyramid of a column given as ``chunks``: an iterable of ``(values, placeholder mask or
     None)`` pieces in order, ``n`` values in all, each piece's length a multiple of FANOUT but the
-    last. Memory: level 1 (``n / FANOUT`` rows) and one piece at a time."""
-    first, nonfinite, seen = [], 0, 0
+    last. Memory: level 1 (``n / FANOUT`` rows) and one piece at a time; with ``spill``, a callable
+    given each piece of level 1 in order (to write it out, as the recorder does at ``close()``),
+    level 1 is not kept (``levels[0]`` is None) and the memory is one piece and level 2
+    (``n / FANOUT**2`` rows)."""
+    first, second, pending, nonfinite, seen = [], [], np.zeros((0, 2)), 0, 0
     for values, mask in chunks:
         v = np.asarray(values, np.float64)
         ok = np.isfinite(v)
@@ -109,12 +112,26 @@ def build(chunks, n: int) -> Pyramid:
         nonfinite += bad
         if bad or (mask is not None and mask.any()):
             v = np.where(ok if mask is None else ok & ~mask, v, np.nan)
-        first.append(_blocks(v))
+        rows = _blocks(v)
         seen += len(v)
+        if spill is None:
+            first.append(rows)
+            continue
+        spill(rows)
+        pending = np.concatenate([pending, rows])  # level 2 from whole blocks of FANOUT rows
+        whole = len(pending) // FANOUT * FANOUT if seen < n else len(pending)
+        second.append(_up(pending[:whole]))
+        pending = pending[whole:]
     if seen != n:
         raise ValueError(f"a pyramid of {n} values was given {seen}")
-    levels = [np.concatenate(first) if first else np.zeros((0, 2))]
-    for _ in level_rows(n)[1:]:
+    rows = level_rows(n)
+    if spill is None:
+        levels = [np.concatenate(first) if first else np.zeros((0, 2))]
+    else:
+        levels = [None]
+        if len(rows) > 1:
+            levels.append(np.concatenate(second) if second else np.zeros((0, 2)))
+    for _ in rows[len(levels):]:
         levels.append(_up(levels[-1]))
     return Pyramid(levels, n, nonfinite)
 
@@ -336,10 +353,11 @@ def _reduce_rows(rows, k: int, s, e, lo, hi, ph, finite: bool) -> None:
 # -- in run.json ----------------------------------------------------------------------------
 
 
-def to_doc(p: Pyramid, add) -> dict:
-    """A pyramid as ``run.json`` stores it beside its series (``add``: the sidecar writer's)."""
+def to_doc(p: Pyramid, add, first: dict | None = None) -> dict:
+    """A pyramid as ``run.json`` stores it beside its series (``add``: the sidecar writer's;
+    ``first``: the reference to level 1 where :func:`build` spilled it)."""
     return {"fanout": FANOUT, "nonfinite": p.nonfinite,
-            "levels": [add(np.ascontiguousarray(lv)) for lv in p.levels]}
+            "levels": [first if lv is None else add(np.ascontiguousarray(lv)) for lv in p.levels]}
 
 
 def from_doc(obj, values: np.ndarray, where: str) -> Pyramid:

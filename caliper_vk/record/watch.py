@@ -5,7 +5,11 @@ Like ``wandb.watch``, it installs hooks and leaves the loop as it is:
 - an optimizer **pre-step** hook measures what the update is about to use:
   the L2 norm of every named parameter's gradient and the global norm (all
   entries of all gradients), the learning rate of each parameter group, and,
-  when a clipping cap is given, whether this step's norm reached it;
+  when a clipping cap is given, whether this step's norm reached it. When the
+  step is given a closure (``optimizer.step(closure)``: Lightning, L-BFGS), the
+  gradients do not exist yet at that hook: it hands the step a closure that calls
+  the caller's and measures once it has returned (at its first evaluation only;
+  its loss passes through), so the norms are always of the gradients the step uses;
 - an optimizer **post-step** hook advances the step and measures the result:
   per-parameter and global weight norms, the update-to-weight ratio
   ``‖θ_k − θ_{k−1}‖ / max(‖θ_k‖, ε)``, throughput and the timing split, memory,
@@ -57,7 +61,7 @@ from .._log import logger
 from . import devstats
 from .devstats import ActivationStats, unit_axis  # noqa: F401 (unit_axis: watch.unit_axis)
 from .recorder import Recorder
-from .shards import Unrecorded, local, sharding
+from .shards import TOGETHER_WAIT_S, Unrecorded, local, sharding
 from .thinning import RecordBudget
 
 EPS = 1e-12
@@ -128,6 +132,17 @@ def unwrap(model):
     return model
 
 
+def _closure_of(optimizer, args, kwargs) -> tuple:
+    """``(closure, where)`` of an ``optimizer.step`` call as its hooks see it (``args`` starts with
+    the optimizer itself): the closure passed as the first argument (``where`` its index in
+    ``args``) or as ``closure=`` (``where`` "closure"); ``(None, None)`` without one."""
+    at = 1 if args and args[0] is optimizer else 0
+    if len(args) > at and callable(args[at]):
+        return args[at], at
+    closure = kwargs.get("closure")
+    return (closure, "closure") if callable(closure) else (None, None)
+
+
 def _eager(fn):
     """A hook torch.compile runs as plain Python instead of tracing it (it reads clocks and
     stores Python state; traced, each of those is a graph break and a warning)."""
@@ -184,6 +199,7 @@ class Watcher:
         self._preclip = None
         self._grad_has: list[bool] = []  # (sharded) which parameters had a gradient on this rank
         self._pending: tuple = ()
+        self._measured = False  # this step's gradients measured (before its update)
         self._hook_time = 0.0
         self._owed = None  # (with a session) the step's hooks' span by the budget's clock, to be charged
         self._last_end = None
@@ -281,10 +297,39 @@ class Watcher:
         return hook
 
     def _pre_step(self, optimizer, args, kwargs):
+        started = time.perf_counter()
+        self.rec.poll()  # write the values of earlier steps that have arrived
+        self._pending, self._measured, self._hook_time = (), False, 0.0
+        closure, where = _closure_of(optimizer, args, kwargs)
+        if closure is None:  # backward has run: the gradients are the ones this step uses
+            self._hook_time = time.perf_counter() - started
+            self._measure(optimizer)
+            return None
+        # opt.step(closure) (Lightning, L-BFGS): forward and backward run inside the step, after this
+        # hook; the gradients it uses exist once the closure has returned, so measure them there
+        watcher = self
+
+        def closure_then_measure(*a, **k):
+            loss = closure(*a, **k)
+            if not watcher._measured:  # the first evaluation: the gradient the step starts from
+                watcher._measure(optimizer)
+            return loss
+
+        if where == "closure":
+            kwargs = {**kwargs, "closure": closure_then_measure}
+        else:
+            args = (*args[:where], closure_then_measure, *args[where + 1:])
+        self._hook_time = time.perf_counter() - started
+        return args, kwargs
+
+    def _measure(self, optimizer, before_update: bool = True):
+        """Measure the gradients the step uses (and, for an optimizer whose update state is unknown,
+        copy the parameters the update ratio is measured from): called just before the update, once
+        per step: from the pre-step hook, or after the step's closure has returned."""
         import torch
 
         started = time.perf_counter()
-        self.rec.poll()  # write the values of earlier steps that have arrived
+        self._measured = True
         with torch.no_grad():
             if self.reduced:  # every watched parameter, in one layout on every rank (a shard may have no grad)
                 params = list(self._params())
@@ -295,7 +340,7 @@ class Watcher:
                 params = [(p, name) for p, name in self._params() if p.grad is not None]
                 grads = devstats.norms([p.grad for p, _ in params])
             coming = self.rec.step + 1
-            if self.update_ratio and self.source is None and self.budget.due(coming):
+            if before_update and self.update_ratio and self.source is None and self.budget.due(coming):
                 # no known update state: this step's ratio from a copy (its own dtype), on an interval
                 self._before = {id(p): p.detach().clone() for p, _ in params}
         host = {}
@@ -314,12 +359,15 @@ class Watcher:
                 device["grad_norm/global_preclip"] = (self._preclip.float(), None)
         self._preclip = None
         self._pending = ([name for _, name in params], host, device)
-        self._hook_time = time.perf_counter() - started
+        self._hook_time += time.perf_counter() - started
 
     def _post_step(self, optimizer, args, kwargs):
         import torch
 
         now = time.perf_counter()
+        if not self._measured:  # a closure the optimizer never called: the gradients as they are now
+            self._measure(optimizer, before_update=False)  # (its time is in _hook_time)
+            now = time.perf_counter()
         step = self.rec.advance(examples=self._examples or None)  # (the epoch by examples: train_size=)
         grad_names, host, device = self._pending or ([], {}, {})
         self._pending = ()
@@ -626,28 +674,39 @@ class Watcher:
             self._eval_time += time.perf_counter() - start
             self.flush_activations()
 
-    def capture(self, example, modules, name: str = "features", example_name: str | None = None) -> dict:
+    def capture(self, example, modules, name: str = "features", example_name: str | None = None,
+                wait_s: float | None = None) -> dict:
         """Run ``model(example)`` in eval mode without gradients and record the outputs of
         ``modules`` as array probes ``{name}/{module}`` identified by module and example.
-        Returns the captured arrays."""
+        Returns the captured arrays.
+
+        On a sharded model (FSDP) the forward gathers the parameters from every rank, so every
+        rank must call ``capture`` at the same point (the ranks that record nothing too): a rank
+        that calls it alone raises, after waiting ``wait_s`` seconds (default
+        ``TOGETHER_WAIT_S``, 60) for the others, instead of hanging in the gather."""
         import torch
 
         named = dict(self.model.named_modules())
         missing = [m for m in modules if m not in named]
         if missing:
             raise KeyError(f"capture(): the model has no module(s) {missing}")
+        target = self.model
+        if self.shards is not None:  # every rank runs the forward, through the sharding wrapper (FSDP1's root)
+            self.shards.together("watch.capture()", TOGETHER_WAIT_S if wait_s is None else wait_s)
+            target = self.wrapped
         captured = {}
         handles = [named[m].register_forward_hook(
             lambda mod, a, out, m=m: captured.__setitem__(m, to_host(out, m))) for m in modules]
-        was_training = self.model.training
+        was_training = target.training, self.model.training
         start = time.perf_counter()
         stats = {k: (s.count, s.zeros, s.sum, s.sumsq, s.alive) for k, s in self._stats.items()}
         try:
-            self.model.eval()
+            target.eval()
             with torch.no_grad():
-                self.model(example)
+                target(example)
         finally:
-            self.model.train(was_training)
+            target.train(was_training[0])
+            self.model.train(was_training[1])
             for h in handles:
                 h.remove()
             for k, (c, z, s1, s2, alive) in stats.items():  # a probe forward is not a validation forward

@@ -339,16 +339,33 @@ class TextGrid(RangedView):
         lo, hi = self.range
         return chrome.range_legend(lo, hi, self._lut)
 
+    def _drawn_input(self, lay: dict) -> tuple[int, int]:
+        """Bind the input and return the (byte offset, dtype code) the stats and drawing passes
+        read it at; a view that draws values made on the device from its input (the confusion
+        view's row shares) binds its own buffer here (:meth:`_record_drawn`)."""
+        _, base, dtype = self._data_binding()
+        return base, dtype
+
+    def _uploaded_strings(self, lay: dict) -> np.ndarray:
+        """The strings the host uploads (:meth:`strings`; the confusion view's cells pass writes
+        its cells' own on the device)."""
+        return self.strings(lay)
+
+    def _record_drawn(self, rec) -> tuple:
+        """Record the passes that make what the stats and drawing passes read, before them: the
+        buffer they read and those passes' descriptor sets. The text grid reads its input."""
+        return self._bound["data"], []
+
     def prepare(self) -> None:
         r = self.rect
-        _, base, dtype = self._data_binding()
         lay = self.layout(r.width, r.height)
+        base, dtype = self._drawn_input(lay)
         self._upload("params", self.params(r.width, r.height, r.x, r.y, base, dtype, lay))
         self._upload("stats_params", self._stats_params(base, dtype))
         self._upload("range_params", self._range_params())
         key = (self._text_version, tuple(sorted(lay.items())))
         if key != self._strings_key or "strings" not in self._buffers:
-            self._upload("strings", self.strings(lay))
+            self._upload("strings", self._uploaded_strings(lay))
             self._strings_key = key
         if "all" in self._dirty or "colors" not in self._buffers:
             self._upload("colors", self._lut)
@@ -362,7 +379,7 @@ class TextGrid(RangedView):
         """The passes read the values: they run in the frame's first submission."""
         b = self._buffers
         self._drop_sets()
-        data = self._bound["data"]
+        data, made = self._record_drawn(rec)
         stats = pipeline(self.device, "heatmap_stats").bind(params=b["stats_params"], data=data,
                                                             stats=b["stats"])
         lay = self.layout(self.rect.width, self.rect.height)
@@ -372,7 +389,7 @@ class TextGrid(RangedView):
             params=b["params"], data=data, colors=b["colors"], strings=b["strings"], atlas=b["atlas"],
             stats=b["stats"], target=self.target)
         resolve = pipeline(self.device, "range_resolve").bind(params=b["range_params"], stats=b["stats"])
-        self._sets = [stats, resolve, draw]
+        self._sets = [*made, stats, resolve, draw]
         record_stats_pass(rec, stats, b["stats"], self.source.array.size)
         record_range_pass(rec, resolve)
         rec.dispatch(draw, -(-self.rect.width // 16), -(-self.rect.height // 16))

@@ -444,4 +444,13 @@ RANGE = ParamBlock("range_params", "RG", [
               # (LO, HI) grown to hold every finite value: a count matrix's (0, max(1, largest))
               "MODE_GROW": "3u"})
 
-BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE)
+# The confusion view's cells pass (confusion_cells.comp): one invocation per row of the N x N counts
+# (at BASE, in DTYPE) writes the values the text grid draws (the counts as float32, or with
+# NORMALIZE the row shares) and, with TEXT, each cell's count as a string of the strings buffer
+# (STRIDE words a string: its length, then glyph indices, clipped to FIT glyphs and ended by the
+# ELLIPSIS glyph when clipped; the glyph of ASCII character c is c - ASCII_BASE).
+CONFUSION = ParamBlock("confusion_params", "CF", [
+    "N", "BASE", "DTYPE", "NORMALIZE", "TEXT", "FIT", "STRIDE", "ASCII_BASE", "ELLIPSIS",
+])
+
+BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE, CONFUSION)

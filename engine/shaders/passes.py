@@ -157,6 +157,7 @@ def wo(name: str, element: str = "uint", note: str = "") -> Binding:
 # -- the built-in passes --------------------------------------------------------------------------
 _HM, _HG, _CV, _IM = _params.HEATMAP, _params.HISTOGRAM, _params.CURVE, _params.IMAGES
 _PC, _TX, _TG, _RG = _params.POINTCLOUD, _params.TEXT, _params.TEXTGRID, _params.RANGE
+_CF = _params.CONFUSION
 
 BUILTIN = (
     # the value statistics and the value-range resolve of the ranged views (heatmap, histogram,
@@ -185,6 +186,9 @@ BUILTIN = (
     Pass("textgrid", _TG, [params(), ro("data"), ro("colors"), ro("strings"),
                            ro("atlas", note="coverage per texel"),
                            ro("stats", note="the heatmap stats words"), image()]),
+    # the confusion view's cells pass: row shares and the cells' count text, before the textgrid's passes
+    Pass("confusion_cells", _CF, [params(), ro("data"), wo("shown", "float"),
+                                  wo("strings", note="cell i's string at i * STRIDE: length, glyphs")]),
     # the point cloud: the fit (bounds, then fit, which writes the block's fit words), labels and
     # values read in place, the splat, and one of the two colour passes (resolve or paint)
     Pass("pointcloud_bounds", _PC, [params(), ro("pos"), buffer("box")]),

@@ -8,9 +8,9 @@
 //     pass wrote (stats words), NaN/+Inf/-Inf their own colours;
 //   - a one-pixel background line at each cell's right and bottom edge when
 //     the cells are large enough;
-//   - the cell's string (glyph indices made on the host, already clipped to
-//     what fits) centred in the cell, blended from the baked glyph atlas with
-//     integers only; its colour (dark or light) chosen by an integer luminance
+//   - the cell's string (glyph indices made on the host, or on the device by the confusion
+//     view's cells pass, already clipped to what fits) centred in the cell, blended from the
+//     baked glyph atlas with integers only; its colour (dark or light) chosen by an integer luminance
 //     of the cell colour, for contrast.
 // Mirrored by caliper_vk/views/textgrid.py (TextGrid.reference); keep in step.
 #extension GL_ARB_gpu_shader_int64 : require
