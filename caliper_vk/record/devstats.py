@@ -136,17 +136,29 @@ def _adam_norm(p, state, group, decoupled: bool):
     wd = float(group.get("weight_decay", 0.0)) if decoupled else 0.0
     c = lr * wd / (1 - lr * wd) if wd else 0.0  # AdamW: θ_{k-1} = (θ_k + size·u) / (1 - lr·wd)
     v = state["max_exp_avg_sq"] if group.get("amsgrad") else state["exp_avg_sq"]
+    # u·s = m/(√v/r + ε)·s = m/(√v + ε·r)·(s·r): the scale leaves the pass over the piece (and,
+    # without decay, the norm: ‖u·s‖ = ‖u‖·|s|) where the values are host numbers
+    scale = size * (1 + c)
+    folded = isinstance(scale, float) and isinstance(root_bc2, float) and isinstance(c, float) and scale > 0
     acc = None
     for m_, v_, w_ in _pieces(state["exp_avg"], v, p):
-        work = torch.sqrt(v_.to(torch.float32)).div_(root_bc2).add_(eps)  # the denominator (new: the
-        # state itself is never written)
-        torch.div(m_.to(torch.float32), work, out=work)
-        work.mul_(size * (1 + c))
-        if c:
-            work.add_(w_.to(torch.float32), alpha=c)
+        work = torch.sqrt(v_.to(torch.float32))  # the denominator (new: the state is never written)
+        if folded:
+            work.add_(eps * root_bc2)
+            torch.div(m_.to(torch.float32), work, out=work)
+            if c:
+                work.add_(w_.to(torch.float32), alpha=c / (scale * root_bc2))
+        else:
+            work.div_(root_bc2).add_(eps)
+            torch.div(m_.to(torch.float32), work, out=work)
+            work.mul_(scale)
+            if c:
+                work.add_(w_.to(torch.float32), alpha=c)
         part = torch.linalg.vector_norm(work) ** 2
         acc = part if acc is None else acc + part
-    return torch.sqrt(acc) if acc is not None else local(p).new_zeros((), dtype=torch.float32)  # (empty)
+    if acc is None:  # an empty tensor (a rank's empty shard)
+        return local(p).new_zeros((), dtype=torch.float32)
+    return torch.sqrt(acc) * (scale * root_bc2) if folded else torch.sqrt(acc)
 
 
 def _sgd_norm(p, state, group):
