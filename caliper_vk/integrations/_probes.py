@@ -185,16 +185,14 @@ class Probes:
     def log(self, metrics: dict) -> None:
         """Record the trainer's metrics at the current step; keep the loss for the curve."""
         s = self.session
-        started = None if s is None else s.budget.clock()
-        values = scalars(metrics)
-        loss = values.get("train/loss")
-        if loss is not None and self.loss_curve:  # the curve's point when the value has arrived
-            self._arriving.put(loss.reshape(1).float() if hasattr(loss, "reshape") else None,
-                               lambda a, v=loss: self._arrived(v if a is None else float(a[0])))
-        if self.rec is not None and values:
-            self.rec.log(values)  # tensors are copied to the host without waiting (record.stage)
-        if started is not None:
-            s.budget.charge(started)  # the training thread's time: Caliper's
+        with contextlib.nullcontext() if s is None else s.budget.charging():  # the training thread's time
+            values = scalars(metrics)
+            loss = values.get("train/loss")
+            if loss is not None and self.loss_curve:  # the curve's point when the value has arrived
+                self._arriving.put(loss.reshape(1).float() if hasattr(loss, "reshape") else None,
+                                   lambda a, v=loss: self._arrived(v if a is None else float(a[0])))
+            if self.rec is not None and values:
+                self.rec.log(values)  # tensors are copied to the host without waiting (record.stage)
 
     def _arrived(self, loss: float) -> None:
         if math.isfinite(loss):
@@ -209,32 +207,30 @@ class Probes:
         recording = self.run_dir is not None and self.record_every > 0 and step % self.record_every == 0
         usable = self.example is not None and self.example is not False
         drawing = s is not None and s.due(step)  # (due() counts its own time)
-        started = None if s is None else s.budget.clock()
-        if job is not None:  # the same answer on every rank, or a probe forward would mismatch collectives
-            drawing, stop = job.decide(drawing, stop=not usable or self.forward_error is not None)
-            usable = usable and not stop
-        probing = usable and (drawing or recording or (job is not None and not job.attached))
-        try:
-            if probing:
-                arrays = self._probe()
-                if job is not None and not job.attached:
-                    self._attach_job(arrays)
-                if drawing:
-                    self._draw(arrays)
-                if recording and self.rec is not None:
-                    at = self.rec.step  # written when the copy has arrived (record.stage): no wait
-                    for name, (kind, a, _) in arrays.items():
-                        self.rec.stage(a, lambda v, name=name, kind=kind: self.rec.probe(
-                            f"{kind}/{name}", v, module=name, example=EXAMPLE, kind=kind, step=at))
-            elif drawing:
-                self._draw({})  # the loss curve, and the failures so far
-        except Exception as exc:  # a probe must never stop training
-            self.forward_error = f"{type(exc).__name__}: {exc}"
-            logger.warning(f"{self.name}: the probes failed ({self.forward_error}); training continues "
-                           "without them")
-        finally:
-            if started is not None and not drawing:
-                s.budget.charge(started)  # outside a due() span: Caliper's time too
+        # the training thread's time, Caliper's (inside a due() span: counted with it)
+        with contextlib.nullcontext() if s is None else s.budget.charging():
+            if job is not None:  # the same answer on every rank, or a probe forward would mismatch collectives
+                drawing, stop = job.decide(drawing, stop=not usable or self.forward_error is not None)
+                usable = usable and not stop
+            probing = usable and (drawing or recording or (job is not None and not job.attached))
+            try:
+                if probing:
+                    arrays = self._probe()
+                    if job is not None and not job.attached:
+                        self._attach_job(arrays)
+                    if drawing:
+                        self._draw(arrays)
+                    if recording and self.rec is not None:
+                        at = self.rec.step  # written when the copy has arrived (record.stage): no wait
+                        for name, (kind, a, _) in arrays.items():
+                            self.rec.stage(a, lambda v, name=name, kind=kind: self.rec.probe(
+                                f"{kind}/{name}", v, module=name, example=EXAMPLE, kind=kind, step=at))
+                elif drawing:
+                    self._draw({})  # the loss curve, and the failures so far
+            except Exception as exc:  # a probe must never stop training
+                self.forward_error = f"{type(exc).__name__}: {exc}"
+                logger.warning(f"{self.name}: the probes failed ({self.forward_error}); training continues "
+                               "without them")
         if job is not None and job.gathering:
             job.step(step)
         elif s is not None:

@@ -14,6 +14,13 @@ that calls ``step()``:
 - the span from a ``due()`` that answered True to the next ``step()``: the
   probe forward a loop runs only because a frame is due (``if due(): ...;
   step()``), with the writes inside it.
+- every ``charging()`` block: ``watch``'s hooks, the recorder's ``log`` once
+  ``watch(..., session=)`` has handed it this budget, the framework callbacks'
+  work. Blocks nest and only the outermost counts, so nothing is counted twice.
+
+``watch``'s thinning of its expensive records (:mod:`caliper_vk.record.thinning`)
+takes its share of this budget, after the rest of Caliper's work and after the
+frames' floor (:attr:`Budget.floor_rate`): one budget for recording and frames.
 
 The loop's wall time is the time between one ``step()`` and the next. The
 controller keeps a *credit* in seconds: each step adds ``budget ×`` the wall
@@ -46,6 +53,7 @@ share measured over the last few seconds (``≤5% of training: 4.1%``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -175,6 +183,8 @@ class Budget:
         # time on the training thread, and the frames' device time (or what training lost to them)
         self.host_total = 0.0
         self.device_total = 0.0
+        self.charged = 0.0  # the part of host_total counted by wrote() / charge() / charging()
+        self._depth = 0  # charging() blocks open on the training thread (nested ones count once)
 
     # -- what the session reports ---------------------------------------------------------
     @property
@@ -214,17 +224,46 @@ class Budget:
             self.held += 1
         return allowed
 
-    def wrote(self, started: float) -> None:
-        """A ``panel.writing()`` block that began at ``started`` has ended."""
-        if self.opened is not None:
-            return  # inside a due() span: counted with it
+    def wrote(self, started: float, ended: float | None = None) -> None:
+        """A ``panel.writing()`` block that began at ``started`` has ended (at ``ended``: now)."""
+        if self.opened is not None or self._depth:
+            return  # inside a due() span or a charging() block: counted with it
         if self.thread is not None and threading.get_ident() != self.thread:
             return  # a producer thread's writes are not the training thread's time
-        took = self.clock() - started
+        took = (self.clock() if ended is None else ended) - started
         self.spent += took
         self.host_total += took
+        self.charged += took
 
     charge = wrote  # any other Caliper work on the training thread (a callback recording probes)
+
+    @contextlib.contextmanager
+    def charging(self, count: bool = True):
+        """``with budget.charging(): ...`` — the block is Caliper's time on the training thread
+        (a recorder's ``log``, a callback's probes). Blocks nest: only the outermost counts, so a
+        ``rec.log`` inside a callback's block is counted once; inside a ``due()`` span the span
+        counts it; on another thread it counts nothing. ``count=False``: the block's caller counts
+        its time itself (``watch``'s hooks, with :meth:`charge`); what is inside still counts once."""
+        if self.thread is not None and threading.get_ident() != self.thread:
+            yield
+            return
+        started = self.clock()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if count and not self._depth:
+                self.wrote(started)
+
+    @property
+    def floor_rate(self) -> float:
+        """Seconds per second of wall time that the frames take at the least: the frame the
+        display is never starved of (one every ``1 / min_fps`` seconds, whatever the credit).
+        What records the loop with this budget may take leaves this much to the frames."""
+        if self.share is None or self.cost is None:
+            return 0.0
+        return (self.cost + self.device_cost) * self.min_fps
 
     def executed(self, seconds: float) -> None:
         """A frame ran ``seconds`` on the device (lavapipe draws on the cores training runs on, a

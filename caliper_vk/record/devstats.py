@@ -136,17 +136,29 @@ def _adam_norm(p, state, group, decoupled: bool):
     wd = float(group.get("weight_decay", 0.0)) if decoupled else 0.0
     c = lr * wd / (1 - lr * wd) if wd else 0.0  # AdamW: θ_{k-1} = (θ_k + size·u) / (1 - lr·wd)
     v = state["max_exp_avg_sq"] if group.get("amsgrad") else state["exp_avg_sq"]
+    # u·s = m/(√v/r + ε)·s = m/(√v + ε·r)·(s·r): the scale leaves the pass over the piece (and,
+    # without decay, the norm: ‖u·s‖ = ‖u‖·|s|) where the values are host numbers
+    scale = size * (1 + c)
+    folded = isinstance(scale, float) and isinstance(root_bc2, float) and isinstance(c, float) and scale > 0
     acc = None
     for m_, v_, w_ in _pieces(state["exp_avg"], v, p):
-        work = torch.sqrt(v_.to(torch.float32)).div_(root_bc2).add_(eps)  # the denominator (new: the
-        # state itself is never written)
-        torch.div(m_.to(torch.float32), work, out=work)
-        work.mul_(size * (1 + c))
-        if c:
-            work.add_(w_.to(torch.float32), alpha=c)
+        work = torch.sqrt(v_.to(torch.float32))  # the denominator (new: the state is never written)
+        if folded:
+            work.add_(eps * root_bc2)
+            torch.div(m_.to(torch.float32), work, out=work)
+            if c:
+                work.add_(w_.to(torch.float32), alpha=c / (scale * root_bc2))
+        else:
+            work.div_(root_bc2).add_(eps)
+            torch.div(m_.to(torch.float32), work, out=work)
+            work.mul_(scale)
+            if c:
+                work.add_(w_.to(torch.float32), alpha=c)
         part = torch.linalg.vector_norm(work) ** 2
         acc = part if acc is None else acc + part
-    return torch.sqrt(acc) if acc is not None else local(p).new_zeros((), dtype=torch.float32)  # (empty)
+    if acc is None:  # an empty tensor (a rank's empty shard)
+        return local(p).new_zeros((), dtype=torch.float32)
+    return torch.sqrt(acc) * (scale * root_bc2) if folded else torch.sqrt(acc)
 
 
 def _sgd_norm(p, state, group):
@@ -181,24 +193,78 @@ def update_source(optimizer) -> str | None:
     return None
 
 
+def _adam_batch(items, group, decoupled: bool):
+    """The update norms of Adam's small parameters of one group, dtype and device (``items``:
+    ``[(p, state)]``, together at most :data:`CHUNK` elements): the arithmetic of
+    :func:`_adam_norm` in a few fused ``torch._foreach_*`` calls for them all, instead of a dozen
+    calls per parameter. Their temporaries: about three float32 copies of ``CHUNK // 2`` elements.
+    None when a value is a device tensor (a capturable optimizer's step): :func:`_adam_norm` then."""
+    import torch
+
+    beta1, beta2 = (_num(b) for b in group["betas"])
+    lr, eps = _num(group["lr"]), float(group["eps"])
+    steps = [_num(state["step"]) for _, state in items]
+    if not all(isinstance(x, float) for x in (beta1, beta2, lr, *steps)):
+        return None
+    wd = float(group.get("weight_decay", 0.0)) if decoupled else 0.0
+    c = lr * wd / (1 - lr * wd) if wd else 0.0
+    key = "max_exp_avg_sq" if group.get("amsgrad") else "exp_avg_sq"
+
+    def flat(t):  # float32 (no copy of a float32 tensor: only read, never written)
+        return local(t).detach().reshape(-1).to(torch.float32)
+
+    den = torch._foreach_sqrt([flat(state[key]) for _, state in items])
+    torch._foreach_div_(den, [(1 - beta2 ** t) ** 0.5 for t in steps])
+    torch._foreach_add_(den, eps)
+    work = torch._foreach_div([flat(state["exp_avg"]) for _, state in items], den)
+    del den
+    torch._foreach_mul_(work, [lr / (1 - beta1 ** t) * (1 + c) for t in steps])
+    if c:
+        torch._foreach_add_(work, [flat(p) for p, _ in items], alpha=c)
+    return list(torch._foreach_norm(work, 2))
+
+
 def update_norms(optimizer, params, source: str):
     """‖θ_k − θ_{k−1}‖ of each of ``params`` from the optimizer's state after its step (see the
     module docstring), as a list of 0-d float32 device tensors (None: not measurable this step,
-    such as a parameter the step skipped)."""
+    such as a parameter the step skipped). Adam's parameters of up to ``CHUNK // 2`` elements are
+    measured together, a batch of them at a time (:func:`_adam_batch`); larger ones in pieces."""
     where = {}
     for group in optimizer.param_groups:
         for p in group["params"]:
             where[id(p)] = group
-    out = []
-    for p in params:
+    out: list = [None] * len(params)
+    batches: dict = {}  # (group, device, dtypes) -> [[indices]]: Adam's small parameters
+    sizes: dict = {}
+    for i, p in enumerate(params):
         group = where.get(id(p))
         state = optimizer.state.get(p, {})
         if group is None:
-            out.append(None)
-        elif source == "sgd":
-            out.append(_sgd_norm(p, state, group))
-        else:
-            out.append(_adam_norm(p, state, group, decoupled=source == "adamw"))
+            continue
+        if source == "sgd":
+            out[i] = _sgd_norm(p, state, group)
+            continue
+        if "step" not in state or "exp_avg" not in state:
+            continue
+        n = local(p).numel()
+        if n > CHUNK // 2:
+            out[i] = _adam_norm(p, state, group, decoupled=source == "adamw")
+            continue
+        key = (id(group), local(p).device, local(p).dtype, local(state["exp_avg"]).dtype)
+        if key not in batches or sizes[key] + n > CHUNK // 2:
+            batches.setdefault(key, []).append([])
+            sizes[key] = 0
+        batches[key][-1].append(i)
+        sizes[key] += n
+    for runs in batches.values():
+        for run in runs:
+            group = where[id(params[run[0]])]
+            items = [(params[i], optimizer.state[params[i]]) for i in run]
+            got = _adam_batch(items, group, decoupled=source == "adamw")
+            if got is None:
+                got = [_adam_norm(p, state, group, decoupled=source == "adamw") for p, state in items]
+            for i, norm in zip(run, got, strict=True):
+                out[i] = norm
     return out
 
 

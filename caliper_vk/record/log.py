@@ -256,3 +256,23 @@ def read_log(path, max_bytes: int = 8 << 30) -> LogContents:
         raise RunFileError(f"{path}: empty log (no header record)")
     ended = bool(records) and records[-1].get("t") == "end"
     return LogContents(header, records, problems, ended)
+
+
+def logged_tensor(v, name: str):
+    """A one-element tensor as a 0-d float64 tensor on its device (read later, without waiting)."""
+    if v.numel() != 1:
+        raise ValueError(f"{name}: a logged value must be one number, got a tensor of shape "
+                         f"{tuple(v.shape)}; log v.mean() or a histogram instead")
+    return v.detach().reshape(()).double()
+
+
+def logged_value(v, name: str) -> float:
+    """A logged number (a Python or numpy number, a one-element array) as a float."""
+    if isinstance(v, np.ndarray):
+        if v.size != 1:
+            raise ValueError(f"{name}: a logged value must be one number, got an array of shape {v.shape}")
+        v = v.item()
+    if isinstance(v, bool | int | float | np.generic):
+        return float(v)
+    raise TypeError(f"{name}: a logged value must be a number or a one-element tensor, "
+                    f"not {type(v).__name__}")

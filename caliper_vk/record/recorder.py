@@ -23,6 +23,7 @@ step 0 is the initial model. Values logged between update ``k`` and update
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -38,31 +39,12 @@ from .columns import ColumnSpool
 from .devstats import _counts, histogram_counts
 from .run import lineage as _lineage
 from .._log import logger
-from .log import LogWriter, RunFileError, encode_array
+from .log import LogWriter, RunFileError, encode_array, logged_tensor, logged_value
 from .stage import Staging
 
 LOG_NAME = "log.jsonl"
 RUN_NAME = "run.json"
 STATUSES = ("running", "complete", "nonfinite", "interrupted", "failed")
-
-
-def _one(v, name: str):
-    """A one-element tensor as a 0-d float64 tensor on its device (read later, without waiting)."""
-    if v.numel() != 1:
-        raise ValueError(f"{name}: a logged value must be one number, got a tensor of shape "
-                         f"{tuple(v.shape)}; log v.mean() or a histogram instead")
-    return v.detach().reshape(()).double()
-
-
-def _value(v, name: str) -> float:
-    if isinstance(v, np.ndarray):
-        if v.size != 1:
-            raise ValueError(f"{name}: a logged value must be one number, got an array of shape {v.shape}")
-        v = v.item()
-    if isinstance(v, bool | int | float | np.generic):
-        return float(v)
-    raise TypeError(f"{name}: a logged value must be a number or a one-element tensor, "
-                    f"not {type(v).__name__}")
 
 
 def _numpy(a) -> np.ndarray:
@@ -120,6 +102,7 @@ class Recorder:
         self._nonfinite_loss = False
         self._status = "running"
         self._defined: set[str] = set()
+        self.budget = None  # a live session's Budget, counting log() as Caliper's (watch(session=) sets it)
         self._stage = Staging()
         self._columns = ColumnSpool(self.dir)  # (replaces a spool a killed run left)
         self._log = LogWriter(log_path, {
@@ -196,15 +179,19 @@ class Recorder:
         ``placeholder`` names values that are not measurements (a step-0 gradient
         norm stored as 0 before any gradient existed); they are kept but marked.
         """
+        with contextlib.nullcontext() if self.budget is None else self.budget.charging():  # counted once
+            self._log_values(values, step, epoch, placeholder, named)
+
+    def _log_values(self, values, step, epoch, placeholder, named) -> None:
         merged: dict = {}
         tensors: dict = {}
         for k, v in [*((str(k), v) for k, v in (values or {}).items()),
                      *((k.replace("_", "/", 1) if "/" not in k else k, v) for k, v in named.items())]:
             if hasattr(v, "detach"):
-                tensors[k] = _one(v, k)
+                tensors[k] = logged_tensor(v, k)
                 merged[k] = None  # (keeps the order the values were given in)
             else:
-                merged[k] = _value(v, k)
+                merged[k] = logged_value(v, k)
         if not merged:
             return
         bad = [p for p in placeholder if p not in merged]

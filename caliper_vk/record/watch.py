@@ -52,7 +52,6 @@ update ratios and histograms thin out to a longer interval, recorded as
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 
@@ -63,8 +62,9 @@ from .devstats import ActivationStats, unit_axis  # noqa: F401 (unit_axis: watch
 from .recorder import Recorder
 from .shards import TOGETHER_WAIT_S, Unrecorded, local, sharding
 from .thinning import RecordBudget
+from .watchstage import EPS, StepRecords  # noqa: F401 (EPS: watch.EPS)
+from .wrappers import WRAPPER_NAMES, _closure_of, _eager, clean_name, unwrap  # noqa: F401 (watch.unwrap, ...)
 
-EPS = 1e-12
 UPDATE_RATIO_EVERY = 100  # steps between snapshots, for optimizers whose update state is unknown
 
 
@@ -87,77 +87,14 @@ def _rss_bytes() -> float | None:
     return float(psutil.Process().memory_info().rss)
 
 
-WRAPPER_NAMES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
-
-
-def _wrappers() -> tuple:
-    import torch
-
-    found = [torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel]
-    try:
-        from torch.distributed.fsdp import FullyShardedDataParallel
-    except ImportError:  # a torch built without distributed
-        pass
-    else:
-        found.append(FullyShardedDataParallel)
-    return tuple(found)
-
-
-def clean_name(name: str) -> str:
-    """A parameter's or module's name without the wrappers' segments that nested FSDP1 units,
-    activation checkpointing and torch.compile put inside a model (``2._fsdp_wrapped_module.weight``
-    is ``2.weight``)."""
-    for part in WRAPPER_NAMES:
-        name = name.replace(part, "")
-    return name
-
-
-def unwrap(model):
-    """The module whose parameters and hooks are the model's own: ``model.module`` of
-    ``DistributedDataParallel`` / ``DataParallel`` / FSDP1's ``FullyShardedDataParallel``,
-    ``model._orig_mod`` of ``torch.compile`` (nested wrappers too). Hooks on the wrapper would
-    name parameters ``module.…``, ``_fsdp_wrapped_module.…`` or ``_orig_mod.…``; on the original
-    they run inside the wrapper's forward as well. FSDP2's ``fully_shard`` wraps nothing: the
-    model is its own module (its parameters are DTensors)."""
-    import torch
-
-    wrappers = _wrappers()
-    for _ in range(8):  # bounded: wrappers nest a few levels at most
-        inner = getattr(model, "_orig_mod", None)
-        if inner is None and isinstance(model, wrappers):
-            inner = model.module
-        if not isinstance(inner, torch.nn.Module):
-            return model
-        model = inner
-    return model
-
-
-def _closure_of(optimizer, args, kwargs) -> tuple:
-    """``(closure, where)`` of an ``optimizer.step`` call as its hooks see it (``args`` starts with
-    the optimizer itself): the closure passed as the first argument (``where`` its index in
-    ``args``) or as ``closure=`` (``where`` "closure"); ``(None, None)`` without one."""
-    at = 1 if args and args[0] is optimizer else 0
-    if len(args) > at and callable(args[at]):
-        return args[at], at
-    closure = kwargs.get("closure")
-    return (closure, "closure") if callable(closure) else (None, None)
-
-
-def _eager(fn):
-    """A hook torch.compile runs as plain Python instead of tracing it (it reads clocks and
-    stores Python state; traced, each of those is a graph break and a warning)."""
-    import torch
-
-    disable = getattr(getattr(torch, "compiler", None), "disable", None)
-    return disable(fn) if disable is not None else fn
-
-
-class Watcher:
+class Watcher(StepRecords):
     """The hooks ``watch`` installs; ``remove()`` takes them out again.
 
     ``budget``: the share of the training loop's time the hooks may take ("auto": the session's
     budget when ``session`` is given, else 5% or ``CALIPER_VK_BUDGET``; None: no limit);
-    ``session``: a live session whose overhead budget also counts the hooks' time.
+    ``session``: a live session whose overhead budget also counts the hooks' time and the
+    recorder's ``log`` calls (once each), and leaves the expensive records what the frames'
+    floor and the rest of Caliper's work leave (:mod:`.thinning`).
     ``recorder``: None on a rank of a job that records nothing: the hooks still measure there
     when the model is sharded (its shards' norms are part of every rank's sums).
     ``update_ratio_every``: for an optimizer whose update :mod:`.devstats` cannot read (not SGD,
@@ -188,7 +125,10 @@ class Watcher:
             from ..live.budget import default_share
 
             budget = session.budget.share if session is not None else default_share()
-        self.budget = RecordBudget(budget, least=1 if self.source else max(int(update_ratio_every), 1))
+        self.budget = RecordBudget(budget, least=1 if self.source else max(int(update_ratio_every), 1),
+                                   frames=None if session is None else session.budget)  # one budget
+        if session is not None and isinstance(recorder, Recorder) and recorder.budget is None:
+            recorder.budget = session.budget  # the loop's own rec.log calls count too
         self._before: dict[int, object] = {}
         self._handles = []
         self._preclip = None
@@ -196,6 +136,7 @@ class Watcher:
         self._pending: tuple = ()
         self._measured = False  # this step's gradients measured (before its update)
         self._hook_time = 0.0
+        self._owed = None  # (with a session) the step's hooks' span by the budget's clock, to be charged
         self._last_end = None
         self._forward_start = None
         self._batch = 0
@@ -213,8 +154,8 @@ class Watcher:
                                f"{', '.join(n for n in modules if n)[:400]}")
             self._stats[name] = ActivationStats()
             self._handles.append(modules[name].register_forward_hook(_eager(self._activation_hook(name))))
-        self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
-        self._handles.append(optimizer.register_step_post_hook(self._post_step))
+        self._handles.append(optimizer.register_step_pre_hook(self._charged(self._pre_step)))
+        self._handles.append(optimizer.register_step_post_hook(self._charged(self._post_step)))
         self._handles.append(model.register_forward_pre_hook(_eager(self._forward_pre)))
         if clip is not None:
             recorder.define("clip/threshold", description="gradient-norm clipping cap given to watch()")
@@ -250,6 +191,22 @@ class Watcher:
             self.histograms()
 
     # -- hooks -------------------------------------------------------------------------
+    def _charged(self, hook):
+        """``hook`` as installed: with a session, the rec.log calls inside it are not counted by
+        themselves (the hook's own time, counted at the end of the step, holds them)."""
+        if self.session is None:
+            return hook
+        budget = self.session.budget
+
+        def charged(*args):
+            with budget.charging(count=False):
+                result = hook(*args)
+            if self._owed is not None:  # the step's hooks, counted once they have all returned
+                budget.charge(*self._owed)
+                self._owed = None
+            return result
+        return charged
+
     def _forward_pre(self, module, args):
         if not module.training:
             if self._eval_started is None:
@@ -396,9 +353,10 @@ class Watcher:
         extra = (deltas_done - cheap_done) + (end - extra_started)
         cheap = self._hook_time + (end - now) - extra
         self.budget.spent(cheap, extra if (expensive or histograms) else None)
-        if self.session is not None:  # the session's budget counts the hooks too
+        if self.session is not None:  # the session's budget counts the hooks too (_charged)
             clock = self.session.budget.clock
-            self.session.budget.charge(clock() - (self._hook_time + (end - now)))
+            ended = clock()
+            self._owed = (ended - (self._hook_time + (end - now)), ended)
         if self.budget.stepped():
             self.rec.log({"record/expensive_every": float(self.budget.every)}, step=step)
             label = self.budget.label()
@@ -407,145 +365,6 @@ class Watcher:
             if label and not self._told:
                 self._told = True
                 logger.warning(f"{label}; recorded as record/expensive_every")
-
-    def _stage(self, step, grad_names, host, device, weights, weight_names, deltas, moved):
-        """Stage one vector of every device value of the step, copied to the host without waiting."""
-        import torch
-
-        parts, singles = [], []
-        if device:
-            vectors = {id(v): v for v, i in device.values() if i is not None}
-            parts.extend(vectors.values())
-            singles = [k for k, (_, i) in device.items() if i is None]
-            parts.extend(device[k][0].reshape(1) for k in singles)
-        if weights is not None:
-            parts.append(weights)
-        if moved:
-            parts.append(torch.stack([deltas[i].reshape(()).float() for i in moved]))
-        target = parts[0].device if parts else None
-        vector = torch.cat([devstats.on(t.float(), target) for t in parts]) if parts else None
-
-        has_weights = weights is not None
-        has_grads = any(i is not None for _, i in device.values())
-
-        def write(values):  # (the closure's names are not rebound after this)
-            at = 0
-            vals = [] if values is None else values.astype(float).tolist()
-            grads = None
-            if has_grads:
-                grads = list(zip(grad_names, vals[at:at + len(grad_names)], strict=True))
-                at += len(grad_names)
-            got = dict(zip(singles, vals[at:at + len(singles)], strict=True))
-            at += len(singles)
-            w = d = None
-            if has_weights:
-                w = list(zip(weight_names, vals[at:at + len(weight_names)], strict=True))
-                at += len(weight_names)
-                d = list(zip(moved, vals[at:at + len(moved)], strict=True))
-            self._log_step(step, host, grads, got, w, d)
-
-        self.rec.stage(vector, write)
-
-    def _log_step(self, step, host, grads, singles, weights, deltas) -> None:
-        """Log a step's values once they are on the host: ``grads`` and ``weights`` as
-        ``[(name, norm)]`` (None: none measured), ``singles`` ``{metric: value}``, ``deltas``
-        ``[(index in weights, update norm)]``, ``host`` the values known on the host."""
-        out = {}
-        if grads is not None:
-            out.update({f"grad_norm/{n}": v for n, v in grads})
-            out["grad_norm/global"] = math.sqrt(sum(v * v for _, v in grads))
-        out.update((k, v) for k, v in host.items() if k.startswith(("lr/", "clip/")))
-        out.update(singles)
-        if weights is not None:
-            out.update({f"weight_norm/{n}": v for n, v in weights})
-            den = math.sqrt(sum(v * v for _, v in weights))
-            out["weight_norm/global"] = den
-            if deltas:
-                out.update({f"update_ratio/{weights[i][0]}": v / max(weights[i][1], EPS) for i, v in deltas})
-                out["update_ratio/global"] = math.sqrt(sum(v * v for _, v in deltas)) / max(den, EPS)
-        out.update((k, v) for k, v in host.items() if not k.startswith(("lr/", "clip/")))
-        self.rec.log(out, step=step)
-
-    def _stage_reduced(self, step, names, host, device, weights, deltas):
-        """The sharded step (:mod:`.shards`): one float32 vector in the same layout on every rank
-        (per watched parameter: the squares of the gradient's, the weight's and the update's shard
-        norms, whether this rank had a gradient and an update; then the values measured whole,
-        counted once; then 1 if this rank measured the updates), summed across the ranks with one
-        ``all_reduce`` started without waiting, square-rooted on the host when it has arrived."""
-        import torch
-
-        n, sh = len(names), self.shards
-        if weights is None:  # no parameters (on any rank: the layout is the model's)
-            self.rec.stage(None, lambda _: self._log_step(step, host, None, {}, None, None))
-            return
-        grads = None
-        if any(i is not None for _, i in device.values()):
-            grads = next(v for v, i in device.values() if i is not None)
-        has = self._grad_has if grads is not None else [False] * n
-        dev = weights.device
-        mask = sh.mask(dev)
-        zeros = torch.zeros(n, device=dev)
-        grads = zeros if grads is None else devstats.on(grads.float(), dev)
-        took = deltas is not None
-        d_has = [took and d is not None for d in (deltas or [None] * n)]
-        d = zeros if not took else torch.stack([x.reshape(()).float() if x is not None else zeros[0]
-                                                for x in deltas])
-        singles = [k for k, (_, i) in device.items() if i is None]
-        parts = [grads * grads, sh.flags(has, dev), weights * weights, devstats.on(d, dev) ** 2,
-                 sh.flags(d_has, dev)]
-        parts = [p * mask for p in parts]
-        if singles:
-            vals = torch.stack([devstats.on(device[k][0].reshape(()).float(), dev) for k in singles])
-            parts.append(vals * sh.flags([sh.first], dev))
-        parts.append(sh.flags([took], dev))
-        vector = torch.cat(parts)
-        works = sh.reduce(vector)
-        clip, size = self.clip, sh.size
-
-        def write(values):
-            v = values.astype(float)
-            g2, gh, w2, d2, dh = (v[i * n:(i + 1) * n] for i in range(5))
-            got = dict(zip(singles, v[5 * n:5 * n + len(singles)].tolist(), strict=True))
-            grads = [(names[i], math.sqrt(max(g2[i], 0.0))) for i in range(n) if gh[i] > 0] or None
-            if clip is not None and "clip/hit" not in got and grads is not None:
-                got["clip/hit"] = float(math.sqrt(sum(x * x for _, x in grads)) >= clip * (1 - 1e-5))
-            every = v[-1] > size - 0.5  # every rank measured the updates
-            moved = [(i, math.sqrt(max(d2[i], 0.0))) for i in range(n) if every and dh[i] > 0]
-            weights = [(names[i], math.sqrt(max(w2[i], 0.0))) for i in range(n)]
-            self._log_step(step, host, grads, got, weights, moved)
-
-        self.rec.stage(vector, write, works)
-
-    def _reduced_histograms(self, step=None, count: bool = True) -> None:
-        """Weight histograms of a sharded model: every rank's counts of its shards, summed across
-        ranks (:mod:`.shards`); ``count=False``: this rank's budget skips them, it takes part in the
-        sum with none, and the step's histograms are not recorded (every rank must have counted)."""
-        import torch
-
-        params = list(self._params())
-        if not params:
-            return
-        sh, lo, hi, bins = self.shards, float(self.range[0]), float(self.range[1]), int(self.bins)
-        dev = local(params[0][0]).device
-        if count:
-            counts = torch.stack([devstats.on(devstats.histogram_device(local(p), bins, lo, hi), dev)
-                                  for p, _ in params])
-            counts = counts * sh.mask(dev, torch.int64)[:, None]
-        else:
-            counts = torch.zeros((len(params), bins + 4), dtype=torch.int64, device=dev)
-        vector = torch.cat([counts.reshape(-1), sh.flags([count], dev, torch.int64)])
-        works = sh.reduce(vector)
-        step = self.rec.step if step is None else step
-        names, size = [name for _, name in params], sh.size
-
-        def write(values):
-            if values[-1] < size:
-                return  # a rank's budget skipped them: a partial sum is no histogram
-            for i, name in enumerate(names):
-                h = devstats._counts(values[i * (bins + 4):(i + 1) * (bins + 4)], lo, hi)
-                self.rec.histogram_counted(f"weights/{name}", h, step=step)
-
-        self.rec.stage(vector, write, works)
 
     # -- helpers -----------------------------------------------------------------------
     def _params(self):
@@ -594,44 +413,6 @@ class Watcher:
             return
         named = {f"weights/{name}": local(p).detach() for p, name in self._params()}  # (per shard: its own)
         self.rec.histograms(named, bins=self.bins, value_range=self.range, step=step)
-
-    def flush_activations(self) -> None:
-        """Record the activation statistics gathered since the last flush (at the current step),
-        once their sums have reached the host (without waiting for them), and which units were
-        dead (an array probe per module: 1 = dead)."""
-        import torch
-
-        names, sums, stats, masks = [], [], {}, {}
-        for name, st in self._stats.items():
-            v = st.sums()
-            if v is not None:
-                names.append(name)
-                sums.append(v)
-                stats[name] = (st.count, st.alive.numel())
-                masks[name] = st.dead_mask()
-            st.reset()
-        self._pending_stats = False
-        if not names:
-            return
-        step = self.rec.step
-        device = sums[0].device
-
-        def write(values):
-            out = {}
-            for i, name in enumerate(names):
-                count, units = stats[name]
-                zeros, total, squares, dead = values[4 * i:4 * i + 4].tolist()
-                mean = total / count
-                out[f"act/std/{name}"] = max(squares / count - mean * mean, 0.0) ** 0.5
-                out[f"act/zero_frac/{name}"] = zeros / count
-                out[f"act/dead_frac/{name}"] = dead / units
-                out[f"act/dead_units/{name}"] = dead
-            self.rec.log(out, step=step)
-
-        self.rec.stage(torch.cat([devstats.on(v, device) for v in sums]), write)
-        for name, mask in masks.items():  # which units, as an array probe (1 = dead)
-            self.rec.stage(mask, lambda m, name=name: self.rec.probe(
-                f"act/dead/{name}", m, module=name, example="validation forward", kind="dead units", step=step))
 
     @contextlib.contextmanager
     def validation(self):
