@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -56,20 +55,12 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recording import cpu_model  # (the one CPU-model reader of bench/)
+
 HERE = Path(__file__).resolve().parent
 WARMUP = 10  # past the history ring's first round at 1M points (its chunks made, its copies recorded)
 W, H = 800, 600
-
-
-def cpu_model() -> str:
-    """The CPU's model name (as bench/recording.py names it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 # -- the child process: one size ----------------------------------------------------------------
