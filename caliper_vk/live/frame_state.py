@@ -6,8 +6,8 @@ frame plan (:mod:`.plan`), the window's part of a step (:mod:`.windowing`), the 
 save (:mod:`.history_save`) and the frame sinks — never reach into its private attributes. They
 read and write the loop's flags through one :class:`FrameState` (``session.frame``, made with the
 session and never replaced, so a helper may hold it), and call the session only through what
-:class:`LoopHost` names. tests/test_boundaries.py fails on any ``session._name`` in another module
-of :mod:`caliper_vk.live`, so this module is the whole of the seam.
+:class:`LoopHost` names. tests/test_boundaries.py fails on any use of the session's underscore
+names in another module of :mod:`caliper_vk.live`, so this module is the whole of the seam.
 """
 
 from __future__ import annotations
