@@ -38,6 +38,10 @@ def _load(name, path):
 
 def _compile_shaders(command) -> None:
     shaders = _load("_caliper_shader_build", HERE / "engine" / "shaders" / "__init__.py")
+    # Each view declares its parameter block and its passes in its own module; the package cannot be
+    # imported yet, so the build reads those declarations from the files (engine/shaders/passes.py:
+    # read_declarations) to generate the headers the shaders include.
+    shaders.declare_modules(HERE / "caliper_vk" / "views")
     if shaders.prebuilt(shaders.SPV_DIR):
         print("caliper-vk build: using the SPIR-V compiled from these sources (shipped in the sdist)",
               file=sys.stderr)

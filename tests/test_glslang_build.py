@@ -27,6 +27,8 @@ def test_the_directive_is_added_after_version_and_keeps_line_numbers():
 
 def test_a_builtin_shader_with_includes_compiles(glslang_only, tmp_path):
     out = tmp_path / "heatmap.spv"
+    import caliper_vk.views  # noqa: F401  (declares the heatmap's passes)
+
     shaders.generated_headers()
     shaders.compile_file(shaders.HERE / "heatmap.comp", out)
     assert out.read_bytes()[:4] == b"\x03\x02\x23\x07"

@@ -165,7 +165,8 @@ def test_the_device_fit_writes_its_twins_words_and_is_the_float64_fit_to_float32
     """pointcloud_fit writes into the parameter block exactly the words of its twin
     (_pointfit.device_fit), at every scale float32 holds; and those are the box centre and half
     diagonal of the float64 formula to float32 precision (the Newton reciprocal's error)."""
-    from caliper_vk.engine.shaders.params import POINTCLOUD as PC, ParamValues
+    from caliper_vk.engine.shaders.params import ParamValues
+    from caliper_vk.views._pointfit import POINTCLOUD as PC
     from caliper_vk.views import _exact
 
     rng = np.random.default_rng(7)

@@ -79,6 +79,8 @@ def test_the_old_curve_columns_fails(tmp_path):
     assert fixed in src
     old = tmp_path / "curve_columns.comp"
     old.write_text(src.replace(fixed, "    v = ftz(ftz(a) + ftz(d * frac));\n"))
+    import caliper_vk.views  # noqa: F401  (declares the curve's passes)
+
     shaders.generated_headers()
     shaders.compile_file(old, tmp_path / "old.spv")
     loose = float_ops((tmp_path / "old.spv").read_bytes())[1]

@@ -1,6 +1,7 @@
 """A view is one unit: it registers itself with its passes, its parameter block, its inputs and its
-tests; each pass's bindings are declared once, by name (engine/shaders/passes.py), generated for
-GLSL and bound by name in Python; parameters are set by field name."""
+tests; its block and each pass's bindings are declared once, by name, in its own module (which the
+build reads without importing it), generated for GLSL and bound by name in Python; parameters are
+set by field name."""
 
 import re
 import struct
@@ -11,8 +12,10 @@ import pytest
 
 from caliper_vk.engine import shaders
 from caliper_vk.engine.shaders import passes
-from caliper_vk.engine.shaders.params import HEATMAP, POINTCLOUD, ParamBlock, ParamValues
+from caliper_vk.engine.shaders.params import ParamBlock, ParamValues
 from caliper_vk.views import SPECS, VIEWS, profile_tests, register_view
+from caliper_vk.views._pointfit import POINTCLOUD
+from caliper_vk.views.heatmap import HEATMAP
 
 ROOT = Path(__file__).resolve().parent.parent
 STORAGE_KINDS = {0: "image", 2: "uniform", 12: "buffer"}  # SPIR-V storage classes of the resources
@@ -38,7 +41,7 @@ def test_each_pass_declares_its_bindings_once_and_its_spirv_has_them(stem):
     src = (shaders.HERE / f"{stem}.comp").read_text()
     assert f'#include "{declared.header_name}"' in src, f"{stem}.comp must include its generated bindings"
     assert not re.search(r"^\s*layout\([^)]*binding\s*=", src, re.M), (
-        f"{stem}.comp declares a binding by hand: declare it in engine/shaders/passes.py")
+        f"{stem}.comp declares a binding by hand: declare it in its Pass")
     found = spirv_bindings(shaders.load(stem))
     kinds = dict(enumerate(declared.kinds))
     assert found and all(kinds.get(k) == kind for k, kind in found.items()), (found, kinds)
@@ -51,7 +54,8 @@ def test_every_shader_with_a_parameter_block_is_a_declared_pass_of_a_registered_
     for src in shaders.sources():
         text = src.read_text()
         if re.search(r'#include "\w+_(params|bindings)\.glsl"', text):
-            assert src.stem in passes.PASSES, f"{src.name}: declare it in engine/shaders/passes.py"
+            assert src.stem in passes.PASSES, f"{src.name}: declare its Pass in its view's module"
+    assert shaders.undeclared() == []
 
 
 def test_generated_bindings_header_follows_the_declaration(tmp_path):
@@ -97,7 +101,7 @@ def test_tools_test_and_the_cli_take_the_views_from_the_registry():
 
 
 def test_a_view_registers_unknown_passes_and_names_twice_as_errors():
-    with pytest.raises(KeyError, match=r"no built-in pass 'nope'.*declared: "):
+    with pytest.raises(KeyError, match=r"no pass 'nope' is declared.*declared: "):
         register_view("nope", passes=("nope",))
     with pytest.raises(ValueError, match="registered twice"):
         register_view("heatmap", passes=("heatmap",))(type("Other", (), {}))

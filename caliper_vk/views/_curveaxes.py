@@ -15,9 +15,78 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.shaders.params import CURVE as CV
+from ..engine.shaders.params import ParamBlock
+from ..engine.shaders.passes import Pass, buffer, image, params, ro, wo
 from . import _exact
 from ._exact import F32, ftz
+
+# The curve view's block and passes live here, the lowest of its modules (curve.py and
+# _curvescan.py import this one).
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+CURVE = ParamBlock("curve_params", "CV", [
+    # W, H, RECT_X, RECT_Y: the plot area (the trace's columns and rows), inside the panel
+    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
+    ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
+    ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
+    # The axes (curve_ticks.comp, curve_axes.comp): AXES 1 when the panel has room for them; the
+    # panel is FULL_W x FULL_H with the plot at (GUTTER_W, 0); at most YTICKS / XTICKS intervals
+    # between ticks, labels of at most YCHARS / XCHARS characters; glyph cells CELL_W x CELL_H;
+    # the glyph indices of '0' (then '1' .. '9'), '.', the minus sign and 'e'.
+    "AXES", "FULL_W", "FULL_H", "GUTTER_W", "GUTTER_H", "YTICKS", "XTICKS", "YCHARS", "XCHARS",
+    "CELL_W", "CELL_H", "TEXT", "AXIS", "G_ZERO", "G_DOT", "G_MINUS", "G_E",
+    "GRID",  # the grid lines across the plot at the ticks (curve_raster.comp), under the trace
+    # The EMA's scan (curve_smooth.comp): TILES tiles of SC_TILE samples
+    "TILES",
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13",
+    "CS_NONPOS": "14",  # log-y: finite values <= 0 (not drawn)
+    "CS_WORDS": "15",
+    "NO_ROWS": "0xFFFFFFFFu",
+    # curve_columns.comp: from this many samples a column (n >= COLUMN_GROUP_MIN * w) a workgroup
+    # reduces each column, its lanes on adjacent samples; below, an invocation per column
+    "COLUMN_GROUP_MIN": "64",
+    # The tick buffer (curve_ticks.comp writes it, curve_axes.comp reads it): the y tick count, the
+    # x tick count, then AX_TICKS y labels from word AX_Y and AX_TICKS x labels from word AX_X, each
+    # AX_WORDS words: the tick's row (y) or column (x), its label's length (0: not drawn) and up to
+    # AX_CHARS glyph indices.
+    "AX_TICKS": "16u", "AX_CHARS": "8u", "AX_WORDS": "10u", "AX_Y": "2u", "AX_X": "162u", "AX_SIZE": "322u",
+    "TICK_LEN": "3u",
+    # then a word per panel row (from AX_SIZE) and per panel column: the label whose band holds it
+    # (index + 1, 0: none), the offset into that band, and AX_MARK where a tick mark is
+    "AX_OWNER": "0xFFu", "AX_MARK": "0x100u", "AX_OFFSET_SHIFT": "16u",
+    # log2 of a mantissa (curve_log.glsl): log2(1 + u) = u * (C0 + C1 u + ... + C8 u^8) for u in
+    # [-1/4, 1/2), a least-squares fit (about 2e-8 off before float32 rounding); log2(10), 1/log2(10)
+    "LOG2_DEGREE": "8", "LOG2_C0": "0x3FB8AA3Bu", "LOG2_C1": "0xBF38AA5Cu", "LOG2_C2": "0x3EF63863u",
+    "LOG2_C3": "0xBEB8964Fu", "LOG2_C4": "0x3E939451u", "LOG2_C5": "0xBE7975BEu", "LOG2_C6": "0x3E5DDBADu",
+    "LOG2_C7": "0xBE2DA2CCu", "LOG2_C8": "0x3D941B9Au",
+    "LOG2_10_BITS": "0x40549A78u", "INV_LOG2_10_BITS": "0x3E9A209Bu",
+    # 2^u = 1 + u * (E0 + E1 u + ... + E5 u^5) for u in [0, 1) (curve_ticks.comp: a log range's
+    # values, to choose ticks within a decade; about 5e-9 off before float32 rounding)
+    "EXP2_E0": "0x3F317215u", "EXP2_E1": "0x3E75FED5u", "EXP2_E2": "0x3D634186u",
+    "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
+    # the EMA's scan (curve_smooth.comp): a tile is SC_LANES lanes (the workgroup) of SC_PER_LANE
+    # samples each; per tile SC_WORDS words: its map (alpha^t, then its EMA from zero), 1 + its
+    # last finite index, and the carry into it (the map of every sample before it: alpha^t, m)
+    "SC_LANES": "64", "SC_PER_LANE": "16", "SC_TILE": "1024",
+    "SC_WORDS": "5",
+}, specialization=[
+    # 1: values drawn as their log2 (log2e in curve_log.glsl), those <= 0 not drawn. A constant,
+    # not a word: a CPU implementation such as lavapipe runs both sides of a branch, so a word
+    # would cost every sample the log2 on a linear axis too.
+    ("SPEC_LOGY", 0),
+    ("SPEC_STAGE", 0),  # curve_smooth.comp: which stage of the EMA's scan
+])
+CURVE_PASSES = (
+    Pass("curve_axes", CURVE, [params(), ro("ticks"), ro("atlas", note="coverage per texel"), image()]),
+    Pass("curve_columns", CURVE, [params(), ro("data"), ro("smoothed", "float"),
+                                  buffer("columns", note="[series * width + column]"), buffer("stats")]),
+    Pass("curve_logstats", CURVE, [params(), ro("data"), buffer("stats")]),
+    Pass("curve_raster", CURVE, [params(), ro("columns"), ro("ticks"), image()]),
+    Pass("curve_smooth", CURVE, [params(), ro("data"), wo("smoothed", "float"), buffer("stats"),
+                                 buffer("scan", note="SC_WORDS per chunk")]),
+    Pass("curve_ticks", CURVE, [params(), ro("stats"), buffer("ticks")]),
+)
+CV = CURVE
 
 TICK = CV.TICK_LEN
 LOG2_10 = np.uint32(CV.LOG2_10_BITS).view(F32)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.shaders.params import CURVE as CV
 from . import _curveaxes as axes_, _exact
+from ._curveaxes import CURVE as CV
 
 F32 = np.float32
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from .. import chrome
 from .._arrays import as_labels
-from ..engine.shaders.params import POINTCLOUD as PC
 from . import _exact
 from ._base import resolve_range
+from ._pointfit import POINTCLOUD as PC
 from ._source import DTYPE_CODES, Source
 
 F32 = np.float32

@@ -15,9 +15,77 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..engine.shaders.params import POINTCLOUD as PC
-from ..engine.shaders.params import RANGE
+from ..engine.shaders.params import RANGE, ParamBlock
+from ..engine.shaders.passes import Pass, buffer, image, params, ro, wo
 from . import _exact
+
+# The point cloud's block and passes live here, the lowest of its modules (pointcloud.py,
+# _pointcolor.py and _pointtwin.py import this one).
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
+    "N", "DIM", "W", "H", "SIZE", "MODE", "NPAL", "MARGIN",
+    ("CX", "float"), ("CY", "float"), ("CZ", "float"),
+    ("R", "float", 9),  # the rotation, row-major
+    ("SCALE", "float"), ("NSCALE", "float"), ("OX", "float"), ("OY", "float"),
+    ("ZMIN", "float"),    # the nearest depth of the fit, as -depth (the quantisation origin)
+    ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
+    ("VLO", "float"), ("VSCALE", "float"),
+    "RECT_X", "RECT_Y", "BG", "BASE", "DTYPE",
+    # The fit (pointcloud_fit.comp) writes CX..CZ, SCALE, NSCALE, ZMIN and DSCALE above, on the
+    # device, in the frame, from the box of the finite points (pointcloud_bounds.comp) or from
+    # the fixed box FLO..FHI when FIXED is 1; FITK is the scale at radius 1 (zoom * 0.45 * the
+    # shorter panel side), from the host.
+    # Labels read in place (a tensor given as labels=): their byte offset and dtype code in the
+    # labels buffer; pointcloud_labels.comp turns them into point_colors[] in the frame.
+    "LBASE", "LDTYPE",
+    # Values read in place (a float tensor given as values=): their byte offset and dtype code,
+    # and how VLO/VSCALE are made: VRANGE_HOST (fixed, from the host), VRANGE_AUTO or
+    # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
+    # BOX_VNOT_MAX, which pointcloud_values.comp reduces; the codes are RANGE's MODE_*).
+    "VBASE", "VDTYPE", "VRANGE",
+    "FIXED", ("FLO", "float", 3), ("FHI", "float", 3), ("FITK", "float"),
+], constants={
+    "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
+    # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
+    "KEY_COLOR_BITS": "9u", "KEY_COLOR_MASK": "511u", "KEY_DEPTH_BITS": "23u",
+    "DEPTH_MAX": "8388607u", "EMPTY_KEY": "0xFFFFFFFFu",
+    # The colour table: 256 colormap entries, the palette, then three fixed colours.
+    "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
+    "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
+    "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
+    # labels read in place: which of the labels 0..63 occur (two bit words), and how many points
+    # have a label of 64 or more (the legend's classes, read back with the frame's counters)
+    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5",
+    # values read in place with a device range: the (lo, hi) the frame coloured by (float bits)
+    "ST_VLO": "6", "ST_VHI": "7", "STATS_WORDS": "8",
+    "CLASS_BITS": "64u",
+    # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
+    # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
+    # fall by atomicMin), one fill clearing them.
+    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_VMIN": "6", "BOX_VNOT_MAX": "7", "BOX_WORDS": "8",
+    "VRANGE_HOST": "0u", "VRANGE_AUTO": "1u", "VRANGE_SYMMETRIC": "2u",
+    # The radius when the box has none (one point, none finite, a box too small or too large):
+    # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
+    "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
+    "NEWTON_STEPS": "3u",
+}, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
+    ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
+])
+# the point cloud: the fit (bounds, then fit, which writes the block's fit words), labels and
+# values read in place, the splat, and one of the two colour passes (resolve or paint)
+POINTCLOUD_PASSES = (
+    Pass("pointcloud_bounds", POINTCLOUD, [params(), ro("pos"), buffer("box")]),
+    Pass("pointcloud_fit", POINTCLOUD, [params("buffer"), ro("box"), buffer("stats")]),
+    Pass("pointcloud_labels", POINTCLOUD, [params(), ro("labels"), wo("point_colors"), buffer("stats")]),
+    Pass("pointcloud_values", POINTCLOUD, [params(), ro("vals"), buffer("box")]),
+    Pass("pointcloud_values_color", POINTCLOUD, [params(), ro("vals"), wo("point_colors")]),
+    Pass("pointcloud_splat", POINTCLOUD, [params(), ro("pos"), buffer("depth"), buffer("stats"),
+                                          ro("point_colors")]),
+    Pass("pointcloud_resolve", POINTCLOUD, [params(), buffer("depth"), ro("colors")]),
+    Pass("pointcloud_paint", POINTCLOUD, [params(), ro("pos"), ro("depth"), ro("point_colors"), ro("colors"),
+                                          image()]),
+)
+PC = POINTCLOUD
 
 F32 = np.float32
 U32 = np.uint32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.shaders.params import POINTCLOUD as PC
 from . import _exact
+from ._pointfit import POINTCLOUD as PC
 
 F32 = np.float32
 KEY_COLOR_BITS, KEY_DEPTH_BITS, DEPTH_MAX = PC.KEY_COLOR_BITS, PC.KEY_DEPTH_BITS, PC.DEPTH_MAX

@@ -58,9 +58,14 @@ def register_view(name: str, *, block=None, passes=(), inputs=("data",), tests=(
                   cli: bool = False):
     """Class decorator: register the view class under ``name`` (see the module docstring).
 
-    Every pass must be declared in engine/shaders/passes.py; a name registered twice is an
-    error (two views would answer to one ``view=``)."""
-    declared = tuple(_passes.get(stem) for stem in passes)  # an unknown stem raises, listing them
+    ``passes`` are :class:`~caliper_vk.engine.shaders.passes.Pass` objects, which the view
+    declares (in its module, where the build reads them), or the stems of passes declared
+    already (a common one, or another view's); a name registered twice is an error (two views
+    would answer to one ``view=``)."""
+    own = [p for p in passes if isinstance(p, _passes.Pass)]
+    _passes.declare(*own)
+    # an unknown stem raises, listing the declared ones
+    declared = tuple(p if isinstance(p, _passes.Pass) else _passes.get(p) for p in passes)
     bad = [t for t in (*tests, *profile_skip) if not t.startswith("tests/")]
     if bad:
         raise ValueError(f"view {name!r}: test paths are relative to the repository root "

@@ -35,12 +35,28 @@ import numpy as np
 
 from .. import chrome
 from .._arrays import to_host
-from ..engine.shaders.params import CONFUSION as CF, RANGE as RG, TEXTGRID
+from ..engine.shaders.params import RANGE as RG, ParamBlock
+from ..engine.shaders.passes import Pass, params, ro, wo
 from . import _exact
 from ._base import pipeline
 from ._registry import register_view
 from ._source import Source
-from .textgrid import TextGrid, _string_table, glyph_table
+from .textgrid import TEXTGRID, TextGrid, _string_table, glyph_table
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+# The confusion view's cells pass (confusion_cells.comp): one invocation per row of the N x N counts
+# (at BASE, in DTYPE) writes the values the text grid draws (the counts as float32, or with
+# NORMALIZE the row shares) and, with TEXT, each cell's count as a string of the strings buffer
+# (STRIDE words a string: its length, then glyph indices, clipped to FIT glyphs and ended by the
+# ELLIPSIS glyph when clipped; the glyph of ASCII character c is c - ASCII_BASE).
+CONFUSION = ParamBlock("confusion_params", "CF", [
+    "N", "BASE", "DTYPE", "NORMALIZE", "TEXT", "FIT", "STRIDE", "ASCII_BASE", "ELLIPSIS",
+])
+# the cells pass: row shares and the cells' count text, before the textgrid's passes
+CELLS_PASS = Pass("confusion_cells", CONFUSION, [
+    params(), ro("data"), wo("shown", "float"),
+    wo("strings", note="cell i's string at i * STRIDE: length, glyphs")])
+CF = CONFUSION
 
 F32 = np.float32
 MAX_TEXT_CLASSES = 64  # beyond this the cells are too small for numbers on any screen
@@ -132,7 +148,7 @@ def row_shares(source: Source) -> np.ndarray:
 
 
 @register_view("confusion", block=TEXTGRID,
-               passes=("confusion_cells", "heatmap_stats", "range_resolve", "textgrid"), inputs=("counts",),
+               passes=(CELLS_PASS, "heatmap_stats", "range_resolve", "textgrid"), inputs=("counts",),
                tests=("tests/test_confusion.py",))
 class Confusion(TextGrid):
     """A confusion matrix panel.

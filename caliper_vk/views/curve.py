@@ -30,12 +30,13 @@ import numpy as np
 from .. import chrome, glyphs
 from .._arrays import as_float32
 from . import _curveaxes as axes_, _exact
-from ..engine.shaders.params import CURVE as CV, HEATMAP as HM, RANGE as RG, ParamValues
+from ..engine.shaders.params import RANGE as RG, ParamValues
+from ._curveaxes import CURVE as CV, CURVE_PASSES
 from ._base import RangedView, groups_1d, pipeline, range_mode, record_range_pass, resolve_range
 from ._registry import register_view
 from ._curvescan import ema32, ema_weights, scan_tiles  # the twin's EMA (scan), used here
 from ._source import Source
-from .heatmap import record_stats_pass
+from .heatmap import HEATMAP as HM, record_stats_pass
 
 F32 = np.float32
 NO_ROWS = 0xFFFFFFFF
@@ -56,8 +57,7 @@ def _label_glyphs() -> tuple[int, int, int, int]:
     return tuple(int(g) for g in glyphs.encode("0.−e"))
 
 
-@register_view("curve", block=CV, passes=("heatmap_stats", "curve_logstats", "range_resolve", "curve_smooth",
-                                         "curve_columns", "curve_raster", "curve_ticks", "curve_axes"),
+@register_view("curve", block=CV, passes=("heatmap_stats", "range_resolve", *CURVE_PASSES),
                inputs=("data",), tests=("tests/test_curve_exact.py", "tests/test_ranges_on_device.py",
                                         "tests/test_ranges_discrete.py"), cli=True)
 class Curve(RangedView):

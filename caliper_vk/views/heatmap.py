@@ -20,10 +20,23 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import HEATMAP as HM, ParamValues
+from ..engine.shaders.params import ParamBlock, ParamValues
+from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._source import Source
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
 from ._registry import register_view
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+HEATMAP = ParamBlock("heatmap_params", "HM", [
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",
+    ("LO", "float"), ("HI", "float"),  # the stats pass counts finite values below LO / above HI
+    "NAN_COLOR", "POSINF_COLOR", "NEGINF_COLOR", "BG", "BASE", "DTYPE",
+], constants={"ST_NAN": "0", "ST_POSINF": "1", "ST_NEGINF": "2", "ST_BELOW": "3", "ST_ABOVE": "4",
+              "ST_MIN": "5", "ST_MAX": "6", "ST_LO": "7", "ST_HI": "8", "ST_SCALE": "9", "ST_WORDS": "10"})
+# the value statistics (also the histogram's, curve's and textgrid's first pass), and the drawing
+STATS_PASS = Pass("heatmap_stats", HEATMAP, [params(), ro("data"), buffer("stats")])
+HEATMAP_PASS = Pass("heatmap", HEATMAP, [params(), ro("data"), ro("colors"), ro("stats"), image()])
+HM = HEATMAP
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
@@ -56,7 +69,7 @@ def reference_stats(flat: np.ndarray, lo, hi) -> dict:
             "below": int((finite & (fin < lo)).sum()),
             "above": int((finite & ~(fin < lo) & (fin > hi)).sum())}
 
-@register_view("heatmap", block=HM, passes=("heatmap_stats", "range_resolve", "heatmap"), inputs=("data",),
+@register_view("heatmap", block=HM, passes=(STATS_PASS, "range_resolve", HEATMAP_PASS), inputs=("data",),
                tests=("tests/test_heatmap_exact.py", "tests/test_ranges_on_device.py",
                       "tests/test_ranges_discrete.py"), cli=True)
 class Heatmap(RangedView):

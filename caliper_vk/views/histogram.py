@@ -24,11 +24,29 @@ import numpy as np
 from .. import chrome
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import HEATMAP as HM, HISTOGRAM as HG, ParamValues
+from ..engine.shaders.params import ParamBlock, ParamValues
+from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
 from ._registry import register_view
 from ._source import Source
-from .heatmap import record_stats_pass, reference_stats
+from .heatmap import HEATMAP as HM, record_stats_pass, reference_stats
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+HISTOGRAM = ParamBlock("histogram_params", "HG", [
+    "N", "BASE", "DTYPE", "BINS",
+    "W", "H", "RECT_X", "RECT_Y",
+    "HISTORY",  # older steps uploaded (each with the grid it was counted on), newest first
+    "BG", "COLOR", "OLD_COLOR",
+    "OFFSET",  # 0: overlay layout; 1: offset layout (older steps raised, histogram_raster.comp)
+], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
+    "HS_MAX": "10", "HS_KEPT": "11", "HS_WORDS": "12"})
+HISTOGRAM_PASSES = (
+    Pass("histogram_count", HISTOGRAM, [params(), ro("data"), buffer("counts"), ro("stats")]),
+    Pass("histogram_max", HISTOGRAM, [params(), ro("counts"), buffer("stats"), ro("history")]),
+    Pass("histogram_raster", HISTOGRAM, [params(), ro("counts"), ro("stats"),
+                                         ro("history", note="[2 K + k * bins + b]"), image()]),
+)
+HG = HISTOGRAM
 
 F32 = np.float32
 STAT_NAMES = ("nan", "posinf", "neginf", "below", "above")
@@ -59,8 +77,8 @@ BAR_COLOR = (31, 119, 180, 255)  # tab10 blue
 OLD_COLOR = (255, 127, 14, 255)  # tab10 orange: the older steps' edges
 
 
-@register_view("histogram", block=HG, passes=("heatmap_stats", "range_resolve", "histogram_count",
-                                               "histogram_max", "histogram_raster"), inputs=("data",),
+@register_view("histogram", block=HG, passes=("heatmap_stats", "range_resolve", *HISTOGRAM_PASSES),
+               inputs=("data",),
                tests=("tests/test_histogram_exact.py", "tests/test_ranges_on_device.py",
                       "tests/test_ranges_discrete.py"), cli=True)
 class Histogram(RangedView):

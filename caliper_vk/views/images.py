@@ -23,18 +23,38 @@ import numpy as np
 from .. import chrome, colormaps
 from .._arrays import as_float32
 from . import _exact
-from ..engine.shaders.params import IMAGES as IM, ParamValues
+from ..engine.shaders.params import ParamBlock, ParamValues
+from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range, wide
 from ._registry import register_view
 from ._source import Source
 from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+IMAGES = ParamBlock("images_params", "IM", [
+    "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
+    "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
+    "SHARED",  # 1: one range for all tiles (normalize="shared" or a fixed range); 0: one per tile
+    "GROUPS",  # ranges: 1 when SHARED, else one per tile
+    "NORMS",  # the stats word of the first group's (lo, hi, scale): IS_KEYS + 2 * GROUPS
+], constants={  # stats words: NaN, +Inf, -Inf counts, then GROUPS min keys and GROUPS max keys, then
+    # (lo, hi, scale) per group
+    "IS_NAN": "0", "IS_POSINF": "1", "IS_NEGINF": "2", "IS_KEYS": "4",
+}, specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
+IMAGES_PASSES = (
+    Pass("images_stats", IMAGES, [params(), ro("data"), buffer("stats")]),
+    Pass("images", IMAGES, [params(), ro("data"), ro("stats", note="lo, hi, scale per group"), ro("colors"),
+                            image()]),
+)
+IM = IMAGES
 
 F32 = np.float32
 GAP = 1
 STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (images_stats.comp)
 
 
-@register_view("images", block=IM, passes=("images_stats", "range_resolve", "images"), inputs=("data",),
+@register_view("images", block=IM, passes=(IMAGES_PASSES[0], "range_resolve", IMAGES_PASSES[1]),
+               inputs=("data",),
                tests=("tests/test_images_view.py", "tests/test_ranges_on_device.py",
                       "tests/test_ranges_discrete.py"))
 class Images(RangedView):

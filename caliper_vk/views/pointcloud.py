@@ -43,9 +43,10 @@ from .. import colormaps
 from ..engine import ComputePipeline
 from .._arrays import as_float32, as_labels
 from . import _exact
-from ..engine.shaders.params import POINTCLOUD as PC, ParamValues
+from ..engine.shaders.params import ParamValues
 from ._pointcolor import PointColors
-from ._pointfit import device_box, device_fit, device_value_keys, device_value_range, rotation
+from ._pointfit import (POINTCLOUD as PC, POINTCLOUD_PASSES, device_box, device_fit, device_value_keys,
+                        device_value_range, rotation)
 from ._pointtwin import PointCloudTwin
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
@@ -87,9 +88,7 @@ def _packed(background: tuple) -> int:
     return _exact.pack_rgba(background)
 
 
-@register_view("pointcloud", block=PC, passes=(
-    "pointcloud_bounds", "pointcloud_labels", "pointcloud_values", "pointcloud_fit", "pointcloud_values_color",
-    "pointcloud_splat", "pointcloud_resolve", "pointcloud_paint"), inputs=("positions", "labels", "values"),
+@register_view("pointcloud", block=PC, passes=POINTCLOUD_PASSES, inputs=("positions", "labels", "values"),
     tests=("tests/test_pointcloud_exact.py", "tests/test_pointcloud_discrete.py", "tests/test_frame_reuse.py"),
     cli=True)
 class PointCloud(PointColors, PointCloudTwin, ViewBase):

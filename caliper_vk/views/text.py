@@ -16,9 +16,18 @@ import numpy as np
 
 from .. import glyphs
 from . import _exact
-from ..engine.shaders.params import TEXT as TX, ParamValues
+from ..engine.shaders.params import ParamBlock, ParamValues
+from ..engine.shaders.passes import Pass, image, params, ro
 from ._base import ViewBase, pipeline
 from ._registry import register_view
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+TEXT = ParamBlock("text_params", "TX", [
+    "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
+], constants={"EMPTY": "0xFFFFFFFFu"})
+TEXT_PASS = Pass("text", TEXT, [params(), ro("grid", note="glyph per cell"), ro("rowcolor"),
+                                ro("atlas", note="coverage per texel"), image()])
+TX = TEXT
 
 BACKGROUND = (22, 22, 26, 255)
 FOREGROUND = (225, 225, 230, 255)
@@ -27,7 +36,7 @@ PAD = 4
 EMPTY = 0xFFFFFFFF
 
 
-@register_view("text", block=TX, passes=("text",), inputs=("text",), tests=("tests/test_text_view.py",))
+@register_view("text", block=TX, passes=(TEXT_PASS,), inputs=("text",), tests=("tests/test_text_view.py",))
 class Text(ViewBase):
     """Lines of text in a panel.
 

@@ -30,12 +30,25 @@ import numpy as np
 from .. import chrome, colormaps, glyphs
 from .._arrays import as_float32, to_host
 from . import _exact
-from ..engine.shaders.params import TEXTGRID as TG, HEATMAP as HM, ParamValues
+from ..engine.shaders.params import ParamBlock, ParamValues
+from ..engine.shaders.passes import Pass, image, params, ro
 from ._base import RangedView, pipeline, record_range_pass, resolve_range, wide
 from ._registry import register_view
 from ._source import Source
-from .heatmap import (NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BYTES, record_stats_pass,
-                      reference_stats)
+from .heatmap import (HEATMAP as HM, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BYTES,
+                      record_stats_pass, reference_stats)
+
+# -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
+TEXTGRID = ParamBlock("textgrid_params", "TG", [
+    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE",
+    "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
+    "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
+    "LUM_SPLIT",
+], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
+TEXTGRID_PASS = Pass("textgrid", TEXTGRID, [params(), ro("data"), ro("colors"), ro("strings"),
+                                            ro("atlas", note="coverage per texel"),
+                                            ro("stats", note="the heatmap stats words"), image()])
+TG = TEXTGRID
 
 F32 = np.float32
 
@@ -99,7 +112,7 @@ def _span_start(i, n: int, size: int):
     return (np.asarray(i, np.int64) * size + n - 1) // n
 
 
-@register_view("textgrid", block=TG, passes=("heatmap_stats", "range_resolve", "textgrid"), inputs=("data",),
+@register_view("textgrid", block=TG, passes=("heatmap_stats", "range_resolve", TEXTGRID_PASS), inputs=("data",),
                tests=("tests/test_textgrid_exact.py", "tests/test_ranges_on_device.py",
                       "tests/test_ranges_discrete.py"),
                # its model training costs minutes and draws nothing a profile changes (the other

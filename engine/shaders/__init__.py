@@ -11,12 +11,15 @@ re-running a test is enough. A module is named by its file stem
 (``load("heatmap")``, ``load("overlay_vs")``), so stems are unique across
 stages; the compiler picks the stage from the suffix.
 
-The built-in views' parameter blocks are declared once, in ``params.py``, and
-their passes' bindings, by name, in ``passes.py``; the headers the shaders
-include for them (``pointcloud_params.glsl``, ``heatmap_bindings.glsl``, ...)
-are generated from those declarations into ``gen/`` (:func:`generated_headers`)
-before any built-in shader compiles, and the views set and bind by the same
-declarations.
+A view declares its parameter block and its passes' bindings, by name, once,
+in its own module (``caliper_vk/views/heatmap.py``: ``ParamBlock`` and ``Pass``
+from ``params.py`` and ``passes.py``, which hold the machinery and the common
+blocks and passes); the headers the shaders include for them
+(``pointcloud_params.glsl``, ``heatmap_bindings.glsl``, ...) are generated from
+the declared passes (:data:`passes.PASSES`: filled when the views register, or
+by :func:`declare_modules`, which reads the view modules without importing
+them: the build's way) into ``gen/`` (:func:`generated_headers`) before any
+built-in shader compiles, and the views set and bind by the same declarations.
 
 User shader modules (custom panels) go through :func:`compile_glsl`, cached
 by a hash of the source, defines and compiler version.
@@ -34,8 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SPV_DIR = HERE / "spv"
-GEN_DIR = HERE / "gen"  # headers generated from params.py and passes.py (not in the repository)
-DECLARATIONS = (HERE / "params.py", HERE / "passes.py")  # the Python the headers are generated from
+GEN_DIR = HERE / "gen"  # headers generated from the declared blocks and passes (not in the repository)
 # In a source checkout (engine/shaders/ two levels below pyproject.toml) stale
 # SPIR-V is rebuilt on load; an installed package only ever reads spv/.
 IN_SOURCE_TREE = (HERE.parent.parent / "pyproject.toml").exists()
@@ -140,19 +142,52 @@ def _by_path(name: str):
     return sys.modules[key]
 
 
+def declare_modules(folder: Path) -> list:
+    """Read the passes that the Python modules in ``folder`` declare (``*.py``, by name; without
+    importing them: :func:`passes.read_declarations`) and declare them. The build's way to the
+    views' declarations (``setup.py``: ``caliper_vk/views``), where the package cannot be imported;
+    at run time the views declare theirs as they register. Returns the passes read."""
+    p = _sibling("passes")
+    found = [d for path in sorted(Path(folder).glob("*.py")) for d in p.read_declarations(path)]
+    p.declare(*found)
+    return found
+
+
+def _headers() -> dict[str, str]:
+    p = _sibling("passes")
+    headers = {f"{name}.glsl": block.header() for name, block in sorted(p.blocks().items())}
+    headers.update({q.header_name: q.header() for _, q in sorted(p.PASSES.items())})
+    return headers
+
+
 def generated_headers(out_dir: Path = GEN_DIR) -> Path:
     """Write the GLSL headers generated from the declarations into ``out_dir`` (rewriting only
-    those whose text changed) and return it: each built-in parameter block's (``params.py``)
-    and each built-in pass's bindings (``passes.py``)."""
+    those whose text changed) and return it: each declared pass's bindings and each parameter
+    block a pass reads (:data:`passes.PASSES`, :func:`passes.blocks`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    headers = {f"{block.name}.glsl": block.header() for block in _sibling("params").BUILTIN}
-    headers.update({p.header_name: p.header() for p in _sibling("passes").BUILTIN})
-    for name, text in headers.items():
+    for name, text in _headers().items():
         path = out_dir / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
     return out_dir
+
+
+def undeclared() -> list[str]:
+    """The built-in shaders that include their generated bindings (``<stem>_bindings.glsl``) but
+    whose pass nobody declared (its view is not imported, nor read by :func:`declare_modules`)."""
+    declared = _sibling("passes").PASSES
+    return [src.name for src in sources() if src.stem not in declared
+            and f'#include "{src.stem}_bindings.glsl"' in src.read_text(encoding="utf-8")]
+
+
+def _require_declared(srcs) -> None:
+    missing = [s for s in undeclared() if Path(s).stem in {Path(x).stem for x in srcs}]
+    if missing:
+        raise ShaderCompileError(
+            f"no pass is declared for {', '.join(missing)}: a view declares its passes in its module; "
+            "import caliper_vk.views first, or read the modules with "
+            "caliper_vk.engine.shaders.declare_modules('caliper_vk/views') (what setup.py does)")
 
 
 def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[str]:
@@ -233,10 +268,12 @@ def _source(name: str) -> Path | None:
 
 
 def _stale(src: Path, spv: Path) -> bool:
+    """Whether ``spv`` is older than its source, a shared include or a generated header (which
+    :func:`generated_headers` rewrites only when its text changes)."""
     if not spv.exists():
         return True
-    newest = max([src.stat().st_mtime, *(p.stat().st_mtime for p in DECLARATIONS),
-                  *(p.stat().st_mtime for p in HERE.glob("*.glsl"))])
+    newest = max([src.stat().st_mtime, *(p.stat().st_mtime for p in HERE.glob("*.glsl")),
+                  *(p.stat().st_mtime for p in GEN_DIR.glob("*.glsl"))])
     return spv.stat().st_mtime < newest
 
 
@@ -244,13 +281,14 @@ MANIFEST = "sources.sha256"  # in the SPIR-V folder: the digest of the sources i
 
 
 def sources_digest() -> str:
-    """A SHA-256 over every file the built-in SPIR-V is compiled from: the stage sources, the
-    shared ``*.glsl`` includes and ``params.py`` and ``passes.py`` (which generate headers)."""
-    files = sorted([*sources(), *HERE.glob("*.glsl"), *DECLARATIONS], key=lambda p: p.name)
+    """A SHA-256 over everything the built-in SPIR-V is compiled from: the stage sources, the
+    shared ``*.glsl`` includes and the headers generated from the declared passes and blocks."""
+    files = {p.name: p.read_bytes() for p in [*sources(), *HERE.glob("*.glsl")]}
+    files.update({name: text.encode() for name, text in _headers().items()})
     digest = hashlib.sha256()
-    for path in files:
+    for name in sorted(files):
         # line endings normalised: a checkout on Windows (core.autocrlf) has the same sources
-        digest.update(path.name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+        digest.update(name.encode() + b"\0" + files[name].replace(b"\r\n", b"\n") + b"\0")
     return digest.hexdigest()
 
 
@@ -271,6 +309,7 @@ def build_all(out_dir: Path = SPV_DIR, require_validator: bool = False) -> list[
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).unlink(missing_ok=True)
+    _require_declared(sources())
     generated_headers()
     built = []
     for src in sources():
@@ -286,9 +325,11 @@ def load(name: str) -> bytes:
     """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``, ``"overlay_vs"``)."""
     spv = SPV_DIR / f"{name}.spv"
     src = _source(name)
+    if IN_SOURCE_TREE and src is not None:
+        generated_headers()  # first: a changed declaration makes its shaders stale
     if IN_SOURCE_TREE and src is not None and _stale(src, spv):
+        _require_declared([src])
         SPV_DIR.mkdir(exist_ok=True)
-        generated_headers()
         with tempfile.TemporaryDirectory() as tmp:
             tmp_spv = Path(tmp) / spv.name
             compile_file(src, tmp_spv)

@@ -169,7 +169,7 @@ class ParamBlock:
     def header(self) -> str:
         """The GLSL header: word offsets, size, constants and the access macros."""
         guard = self.name.upper() + "_GLSL"
-        out = [f"// {self.name}.glsl: generated from engine/shaders/params.py; do not edit.",
+        out = [f"// {self.name}.glsl: generated from the declaration of ParamBlock {self.name!r}; do not edit.",
                "// Word offsets (uint words; floats by bits), the block's size, its constants.",
                f"#ifndef {guard}", f"#define {guard}"]
         out += [f"#define {self.prefix}_{field} {k}" for k, (field, _) in enumerate(self.fields)]
@@ -296,149 +296,7 @@ class ParamValues:
             f"{f.lower()}={self.get(f)!r}" for f in self.block.kinds) + ")"
 
 
-# -- the built-in views' blocks ---------------------------------------------------------------------
-
-POINTCLOUD = ParamBlock("pointcloud_params", "PC", [
-    "N", "DIM", "W", "H", "SIZE", "MODE", "NPAL", "MARGIN",
-    ("CX", "float"), ("CY", "float"), ("CZ", "float"),
-    ("R", "float", 9),  # the rotation, row-major
-    ("SCALE", "float"), ("NSCALE", "float"), ("OX", "float"), ("OY", "float"),
-    ("ZMIN", "float"),    # the nearest depth of the fit, as -depth (the quantisation origin)
-    ("DSCALE", "float"),  # depth levels per unit of depth: DEPTH_MAX / (2 radius)
-    ("VLO", "float"), ("VSCALE", "float"),
-    "RECT_X", "RECT_Y", "BG", "BASE", "DTYPE",
-    # The fit (pointcloud_fit.comp) writes CX..CZ, SCALE, NSCALE, ZMIN and DSCALE above, on the
-    # device, in the frame, from the box of the finite points (pointcloud_bounds.comp) or from
-    # the fixed box FLO..FHI when FIXED is 1; FITK is the scale at radius 1 (zoom * 0.45 * the
-    # shorter panel side), from the host.
-    # Labels read in place (a tensor given as labels=): their byte offset and dtype code in the
-    # labels buffer; pointcloud_labels.comp turns them into point_colors[] in the frame.
-    "LBASE", "LDTYPE",
-    # Values read in place (a float tensor given as values=): their byte offset and dtype code,
-    # and how VLO/VSCALE are made: VRANGE_HOST (fixed, from the host), VRANGE_AUTO or
-    # VRANGE_SYMMETRIC (pointcloud_fit.comp, from the finite values' extremes: words BOX_VMIN,
-    # BOX_VNOT_MAX, which pointcloud_values.comp reduces; the codes are RANGE's MODE_*).
-    "VBASE", "VDTYPE", "VRANGE",
-    "FIXED", ("FLO", "float", 3), ("FHI", "float", 3), ("FITK", "float"),
-], constants={
-    "MODE_UNIFORM": "0u", "MODE_LABELS": "1u", "MODE_VALUES": "2u",
-    # The depth key (pointcloud_color.glsl): level << KEY_COLOR_BITS | colour index.
-    "KEY_COLOR_BITS": "9u", "KEY_COLOR_MASK": "511u", "KEY_DEPTH_BITS": "23u",
-    "DEPTH_MAX": "8388607u", "EMPTY_KEY": "0xFFFFFFFFu",
-    # The colour table: 256 colormap entries, the palette, then three fixed colours.
-    "LUT_SIZE": "256u", "PALETTE_BASE": "256u", "PALETTE_MAX": "252u",
-    "COLOR_NAN": "508u", "COLOR_UNLABELLED": "509u", "COLOR_UNIFORM": "510u", "COLOR_TABLE_SIZE": "512u",
-    "ST_NONFINITE": "0", "ST_OFFSCREEN": "1", "ST_NONFINITE_VALUES": "2",
-    # labels read in place: which of the labels 0..63 occur (two bit words), and how many points
-    # have a label of 64 or more (the legend's classes, read back with the frame's counters)
-    "ST_CLASSES_LO": "3", "ST_CLASSES_HI": "4", "ST_CLASSES_MORE": "5",
-    # values read in place with a device range: the (lo, hi) the frame coloured by (float bits)
-    "ST_VLO": "6", "ST_VHI": "7", "STATS_WORDS": "8",
-    "CLASS_BITS": "64u",
-    # The box keys (pointcloud_bounds.comp): per axis the orderable key of the least finite
-    # coordinate, then the complement of the greatest one's (so all six start at 0xFFFFFFFF and
-    # fall by atomicMin), one fill clearing them.
-    "BOX_MIN": "0", "BOX_NOT_MAX": "3", "BOX_VMIN": "6", "BOX_VNOT_MAX": "7", "BOX_WORDS": "8",
-    "VRANGE_HOST": "0u", "VRANGE_AUTO": "1u", "VRANGE_SYMMETRIC": "2u",
-    # The radius when the box has none (one point, none finite, a box too small or too large):
-    # the fit then takes radius 1. Its square must lie in [2^-100, 2^100].
-    "FIT_RSQUARED_MIN": "0x0D800000u", "FIT_RSQUARED_MAX": "0x71800000u",
-    "NEWTON_STEPS": "3u",
-}, specialization=[  # the words DTYPE, SIZE, MODE and DIM, folded into the splat and paint pipelines
-    ("SPEC_DTYPE", 0), ("SPEC_SIZE", 1), ("SPEC_MODE", 0), ("SPEC_DIM", 3),
-])
-
-HEATMAP = ParamBlock("heatmap_params", "HM", [
-    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "N",
-    ("LO", "float"), ("HI", "float"),  # the stats pass counts finite values below LO / above HI
-    "NAN_COLOR", "POSINF_COLOR", "NEGINF_COLOR", "BG", "BASE", "DTYPE",
-], constants={"ST_NAN": "0", "ST_POSINF": "1", "ST_NEGINF": "2", "ST_BELOW": "3", "ST_ABOVE": "4",
-              "ST_MIN": "5", "ST_MAX": "6", "ST_LO": "7", "ST_HI": "8", "ST_SCALE": "9", "ST_WORDS": "10"})
-
-HISTOGRAM = ParamBlock("histogram_params", "HG", [
-    "N", "BASE", "DTYPE", "BINS",
-    "W", "H", "RECT_X", "RECT_Y",
-    "HISTORY",  # older steps uploaded (each with the grid it was counted on), newest first
-    "BG", "COLOR", "OLD_COLOR",
-    "OFFSET",  # 0: overlay layout; 1: offset layout (older steps raised, histogram_raster.comp)
-], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
-    "HS_MAX": "10", "HS_KEPT": "11", "HS_WORDS": "12"})
-
-CURVE = ParamBlock("curve_params", "CV", [
-    # W, H, RECT_X, RECT_Y: the plot area (the trace's columns and rows), inside the panel
-    "N", "BASE", "DTYPE", "W", "H", "RECT_X", "RECT_Y",
-    ("STEP", "float"), "SERIES", "BG", "COLOR0", "COLOR1",
-    ("ALPHA", "float"), ("BETA", "float"),  # the EMA's weights: alpha and 1 - alpha (curve_smooth.comp)
-    # The axes (curve_ticks.comp, curve_axes.comp): AXES 1 when the panel has room for them; the
-    # panel is FULL_W x FULL_H with the plot at (GUTTER_W, 0); at most YTICKS / XTICKS intervals
-    # between ticks, labels of at most YCHARS / XCHARS characters; glyph cells CELL_W x CELL_H;
-    # the glyph indices of '0' (then '1' .. '9'), '.', the minus sign and 'e'.
-    "AXES", "FULL_W", "FULL_H", "GUTTER_W", "GUTTER_H", "YTICKS", "XTICKS", "YCHARS", "XCHARS",
-    "CELL_W", "CELL_H", "TEXT", "AXIS", "G_ZERO", "G_DOT", "G_MINUS", "G_E",
-    "GRID",  # the grid lines across the plot at the ticks (curve_raster.comp), under the trace
-    # The EMA's scan (curve_smooth.comp): TILES tiles of SC_TILE samples
-    "TILES",
-], constants={  # stats words after the heatmap stats pass's (HEATMAP.ST_WORDS) and its range
-    "CS_NAN": "10", "CS_INF": "11", "CS_LAST_INDEX": "12", "CS_LAST": "13",
-    "CS_NONPOS": "14",  # log-y: finite values <= 0 (not drawn)
-    "CS_WORDS": "15",
-    "NO_ROWS": "0xFFFFFFFFu",
-    # curve_columns.comp: from this many samples a column (n >= COLUMN_GROUP_MIN * w) a workgroup
-    # reduces each column, its lanes on adjacent samples; below, an invocation per column
-    "COLUMN_GROUP_MIN": "64",
-    # The tick buffer (curve_ticks.comp writes it, curve_axes.comp reads it): the y tick count, the
-    # x tick count, then AX_TICKS y labels from word AX_Y and AX_TICKS x labels from word AX_X, each
-    # AX_WORDS words: the tick's row (y) or column (x), its label's length (0: not drawn) and up to
-    # AX_CHARS glyph indices.
-    "AX_TICKS": "16u", "AX_CHARS": "8u", "AX_WORDS": "10u", "AX_Y": "2u", "AX_X": "162u", "AX_SIZE": "322u",
-    "TICK_LEN": "3u",
-    # then a word per panel row (from AX_SIZE) and per panel column: the label whose band holds it
-    # (index + 1, 0: none), the offset into that band, and AX_MARK where a tick mark is
-    "AX_OWNER": "0xFFu", "AX_MARK": "0x100u", "AX_OFFSET_SHIFT": "16u",
-    # log2 of a mantissa (curve_log.glsl): log2(1 + u) = u * (C0 + C1 u + ... + C8 u^8) for u in
-    # [-1/4, 1/2), a least-squares fit (about 2e-8 off before float32 rounding); log2(10), 1/log2(10)
-    "LOG2_DEGREE": "8", "LOG2_C0": "0x3FB8AA3Bu", "LOG2_C1": "0xBF38AA5Cu", "LOG2_C2": "0x3EF63863u",
-    "LOG2_C3": "0xBEB8964Fu", "LOG2_C4": "0x3E939451u", "LOG2_C5": "0xBE7975BEu", "LOG2_C6": "0x3E5DDBADu",
-    "LOG2_C7": "0xBE2DA2CCu", "LOG2_C8": "0x3D941B9Au",
-    "LOG2_10_BITS": "0x40549A78u", "INV_LOG2_10_BITS": "0x3E9A209Bu",
-    # 2^u = 1 + u * (E0 + E1 u + ... + E5 u^5) for u in [0, 1) (curve_ticks.comp: a log range's
-    # values, to choose ticks within a decade; about 5e-9 off before float32 rounding)
-    "EXP2_E0": "0x3F317215u", "EXP2_E1": "0x3E75FED5u", "EXP2_E2": "0x3D634186u",
-    "EXP2_E3": "0x3C1E9E34u", "EXP2_E4": "0x3AA2B764u", "EXP2_E5": "0x39648C8Eu",
-    # the EMA's scan (curve_smooth.comp): a tile is SC_LANES lanes (the workgroup) of SC_PER_LANE
-    # samples each; per tile SC_WORDS words: its map (alpha^t, then its EMA from zero), 1 + its
-    # last finite index, and the carry into it (the map of every sample before it: alpha^t, m)
-    "SC_LANES": "64", "SC_PER_LANE": "16", "SC_TILE": "1024",
-    "SC_WORDS": "5",
-}, specialization=[
-    # 1: values drawn as their log2 (log2e in curve_log.glsl), those <= 0 not drawn. A constant,
-    # not a word: a CPU implementation such as lavapipe runs both sides of a branch, so a word
-    # would cost every sample the log2 on a linear axis too.
-    ("SPEC_LOGY", 0),
-    ("SPEC_STAGE", 0),  # curve_smooth.comp: which stage of the EMA's scan
-])
-
-IMAGES = ParamBlock("images_params", "IM", [
-    "N_TILES", "COLS", "TILE_H", "TILE_W", "PX_H", "PX_W", "GAP", "W", "H", "RECT_X", "RECT_Y",
-    "BASE", "DTYPE", "BG", "NAN", "POSINF", "NEGINF",
-    "SHARED",  # 1: one range for all tiles (normalize="shared" or a fixed range); 0: one per tile
-    "GROUPS",  # ranges: 1 when SHARED, else one per tile
-    "NORMS",  # the stats word of the first group's (lo, hi, scale): IS_KEYS + 2 * GROUPS
-], constants={  # stats words: NaN, +Inf, -Inf counts, then GROUPS min keys and GROUPS max keys, then
-    # (lo, hi, scale) per group
-    "IS_NAN": "0", "IS_POSINF": "1", "IS_NEGINF": "2", "IS_KEYS": "4",
-}, specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
-
-TEXT = ParamBlock("text_params", "TX", [
-    "W", "H", "RECT_X", "RECT_Y", "COLS", "ROWS", "CELL_W", "CELL_H", "PAD_X", "PAD_Y", "BG",
-], constants={"EMPTY": "0xFFFFFFFFu"})
-
-TEXTGRID = ParamBlock("textgrid_params", "TG", [
-    "ROWS", "COLS", "W", "H", "RECT_X", "RECT_Y", "BASE", "DTYPE",
-    "GX", "GY", "GW", "GH", "GLYPH_W", "GLYPH_H", "STRIDE", "AVAIL_W", "TEXT_DY", "LINE", "TOP",
-    "LABEL_PAD", "ROW_LABELS", "COL_LABELS", "BG", "NAN", "POSINF", "NEGINF", "DARK", "LIGHT", "LABEL",
-    "LUM_SPLIT",
-], specialization=[("SPEC_WIDE", 0)])  # 1: a pixel-to-cell product may pass 2^32 (muldiv.glsl)
+# -- the common blocks: shared by several views (a view's own block is declared in its module) ----
 
 # The value-range resolve pass (range_resolve.comp, shared by the ranged views): COUNT ranges whose
 # finite min keys sit at stats words KEYS + i, max keys at KEYS + COUNT + i, and whose
@@ -449,13 +307,5 @@ RANGE = ParamBlock("range_params", "RG", [
               # (LO, HI) grown to hold every finite value: a count matrix's (0, max(1, largest))
               "MODE_GROW": "3u"})
 
-# The confusion view's cells pass (confusion_cells.comp): one invocation per row of the N x N counts
-# (at BASE, in DTYPE) writes the values the text grid draws (the counts as float32, or with
-# NORMALIZE the row shares) and, with TEXT, each cell's count as a string of the strings buffer
-# (STRIDE words a string: its length, then glyph indices, clipped to FIT glyphs and ended by the
-# ELLIPSIS glyph when clipped; the glyph of ASCII character c is c - ASCII_BASE).
-CONFUSION = ParamBlock("confusion_params", "CF", [
-    "N", "BASE", "DTYPE", "NORMALIZE", "TEXT", "FIT", "STRIDE", "ASCII_BASE", "ELLIPSIS",
-])
 
-BUILTIN = (POINTCLOUD, HEATMAP, HISTOGRAM, CURVE, IMAGES, TEXT, TEXTGRID, RANGE, CONFUSION)
+COMMON = (RANGE,)

@@ -20,12 +20,14 @@ Like ``params.py``, this module imports only the standard library (and ``params.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 try:
     from . import params as _params
 except ImportError:  # loaded by path (setup.py): load params.py beside this file by path too
     import importlib.util
     import sys
-    from pathlib import Path
 
     _spec = importlib.util.spec_from_file_location(
         "_caliper_shader_params", Path(__file__).resolve().parent / "params.py")
@@ -132,7 +134,7 @@ class Pass:
     def header(self) -> str:
         """The GLSL the shader includes: its block's header and its binding declarations."""
         guard = f"{self.stem.upper()}_BINDINGS_GLSL"
-        out = [f"// {self.header_name}: generated from engine/shaders/passes.py; do not edit.",
+        out = [f"// {self.header_name}: generated from the declaration of pass {self.stem!r}; do not edit.",
                f"#ifndef {guard}", f"#define {guard}"]
         if self.block is not None:
             out.append(f'#include "{self.block.name}.glsl"')
@@ -154,61 +156,113 @@ def wo(name: str, element: str = "uint", note: str = "") -> Binding:
     return buffer(name, element, "writeonly", note)
 
 
-# -- the built-in passes --------------------------------------------------------------------------
-_HM, _HG, _CV, _IM = _params.HEATMAP, _params.HISTOGRAM, _params.CURVE, _params.IMAGES
-_PC, _TX, _TG, _RG = _params.POINTCLOUD, _params.TEXT, _params.TEXTGRID, _params.RANGE
-_CF = _params.CONFUSION
+# -- the common passes (shared by several views) and the registry -----------------------------------
 
-BUILTIN = (
-    # the value statistics and the value-range resolve of the ranged views (heatmap, histogram,
-    # curve, textgrid, confusion)
-    Pass("heatmap_stats", _HM, [params(), ro("data"), buffer("stats")]),
-    Pass("range_resolve", _RG, [params(), buffer("stats")]),
-    Pass("heatmap", _HM, [params(), ro("data"), ro("colors"), ro("stats"), image()]),
-    Pass("histogram_count", _HG, [params(), ro("data"), buffer("counts"), ro("stats")]),
-    Pass("histogram_max", _HG, [params(), ro("counts"), buffer("stats"), ro("history")]),
-    Pass("histogram_raster", _HG, [params(), ro("counts"), ro("stats"),
-                                   ro("history", note="[2 K + k * bins + b]"), image()]),
-    # the curve's passes
-    Pass("curve_axes", _CV, [params(), ro("ticks"), ro("atlas", note="coverage per texel"), image()]),
-    Pass("curve_columns", _CV, [params(), ro("data"), ro("smoothed", "float"),
-                                buffer("columns", note="[series * width + column]"), buffer("stats")]),
-    Pass("curve_logstats", _CV, [params(), ro("data"), buffer("stats")]),
-    Pass("curve_raster", _CV, [params(), ro("columns"), ro("ticks"), image()]),
-    Pass("curve_smooth", _CV, [params(), ro("data"), wo("smoothed", "float"), buffer("stats"),
-                               buffer("scan", note="SC_WORDS per chunk")]),
-    Pass("curve_ticks", _CV, [params(), ro("stats"), buffer("ticks")]),
-    Pass("images_stats", _IM, [params(), ro("data"), buffer("stats")]),
-    Pass("images", _IM, [params(), ro("data"), ro("stats", note="lo, hi, scale per group"), ro("colors"),
-                         image()]),
-    Pass("text", _TX, [params(), ro("grid", note="glyph per cell"), ro("rowcolor"),
-                       ro("atlas", note="coverage per texel"), image()]),
-    Pass("textgrid", _TG, [params(), ro("data"), ro("colors"), ro("strings"),
-                           ro("atlas", note="coverage per texel"),
-                           ro("stats", note="the heatmap stats words"), image()]),
-    # the confusion view's cells pass: row shares and the cells' count text, before the textgrid's passes
-    Pass("confusion_cells", _CF, [params(), ro("data"), wo("shown", "float"),
-                                  wo("strings", note="cell i's string at i * STRIDE: length, glyphs")]),
-    # the point cloud: the fit (bounds, then fit, which writes the block's fit words), labels and
-    # values read in place, the splat, and one of the two colour passes (resolve or paint)
-    Pass("pointcloud_bounds", _PC, [params(), ro("pos"), buffer("box")]),
-    Pass("pointcloud_fit", _PC, [params("buffer"), ro("box"), buffer("stats")]),
-    Pass("pointcloud_labels", _PC, [params(), ro("labels"), wo("point_colors"), buffer("stats")]),
-    Pass("pointcloud_values", _PC, [params(), ro("vals"), buffer("box")]),
-    Pass("pointcloud_values_color", _PC, [params(), ro("vals"), wo("point_colors")]),
-    Pass("pointcloud_splat", _PC, [params(), ro("pos"), buffer("depth"), buffer("stats"), ro("point_colors")]),
-    Pass("pointcloud_resolve", _PC, [params(), buffer("depth"), ro("colors")]),
-    Pass("pointcloud_paint", _PC, [params(), ro("pos"), ro("depth"), ro("point_colors"), ro("colors"),
-                                   image()]),
-)
+# The value-range resolve (shared by the ranged views: heatmap, histogram, curve, textgrid, images,
+# confusion, and the point cloud's values).
+RANGE_RESOLVE = Pass("range_resolve", _params.RANGE, [params(), buffer("stats")])
+COMMON = (RANGE_RESOLVE,)
 
-PASSES: dict[str, Pass] = {p.stem: p for p in BUILTIN}
+PASSES: dict[str, Pass] = {p.stem: p for p in COMMON}
+"""Every declared pass by stem: the common ones above, and each view's, added by :func:`declare`
+when the view registers (``caliper_vk/views/_registry.py``) or when the build reads the view's
+module (:mod:`.declared`)."""
+
+
+def declare(*declared: Pass) -> None:
+    """Add passes to :data:`PASSES`. A stem declared again must declare the same bindings and block
+    (a module imported twice, or read by the build and then imported); two different passes for one
+    shader are an error that names both."""
+    for p in declared:
+        if not isinstance(p, Pass):
+            raise TypeError(f"declare() takes Pass objects, got {p!r}")
+        known = PASSES.get(p.stem)
+        if known is not None and known is not p and _text(known) != _text(p):
+            raise ValueError(f"pass {p.stem!r} is declared twice, differently: {known!r} "
+                             f"({known.block!r}) and {p!r} ({p.block!r})")
+        PASSES[p.stem] = p
+
+
+def _text(p: Pass) -> str:
+    return p.header() + (p.block.header() if p.block is not None else "")
+
+
+def blocks() -> dict[str, object]:
+    """Every parameter block a declared pass reads, and the common blocks, by name (their headers
+    are generated beside the passes'). Two different blocks under one name are an error."""
+    found: dict[str, object] = {}
+    for block in (*_params.COMMON, *(p.block for p in PASSES.values() if p.block is not None)):
+        known = found.setdefault(block.name, block)
+        if known is not block and known.header() != block.header():
+            raise ValueError(f"two different parameter blocks are named {block.name!r}")
+    return found
 
 
 def get(stem: str) -> Pass:
-    """The built-in pass ``stem``; an unknown one is a KeyError that lists them."""
+    """The declared pass ``stem``; an unknown one is a KeyError that lists them."""
     try:
         return PASSES[stem]
     except KeyError:
-        raise KeyError(f"no built-in pass {stem!r} is declared in engine/shaders/passes.py; "
-                       f"declared: {', '.join(sorted(PASSES))}") from None
+        raise KeyError(f"no pass {stem!r} is declared (a view declares its passes in its module, "
+                       f"engine/shaders/passes.py the common ones); declared: "
+                       f"{', '.join(sorted(PASSES))}") from None
+
+
+# -- reading a view's declarations without importing it ------------------------------------------------
+# The build (setup.py) generates the shaders' headers before the package, and Vulkan, can be imported,
+# so it cannot import the view modules that declare the passes. It reads them: the top-level
+# statements of a module that import the machinery (from ...engine.shaders.params / .passes) or
+# assign a declaration (a ParamBlock(...) or Pass(...) call, or a tuple or list of them) are run,
+# alone, in a namespace holding only the machinery and the common blocks. Imported, the module runs
+# the very same statements, so the headers and the Python agree by construction.
+
+MACHINERY = ("ParamBlock", "Pass", "Binding", "params", "buffer", "image", "ro", "wo")
+
+
+class DeclarationError(ValueError):
+    """A view's declaration the build cannot read: names the file, the line and the rule."""
+
+
+def _declaration_call(node, callables) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return bool(node.elts) and all(_declaration_call(e, callables) for e in node.elts)
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and callables.get(node.func.id) in ("ParamBlock", "Pass"))
+
+
+def read_declarations(path) -> list[Pass]:
+    """The passes a Python module declares at its top level (in order), read without importing it
+    (see the comment above); a declaration that uses a name the build cannot see is a
+    :class:`DeclarationError` naming the file and line."""
+    path = Path(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    sources = {"params": vars(_params), "passes": globals()}  # what importing from each would give
+    namespace: dict = {"__builtins__": {}}
+    callables: dict[str, str] = {}  # a local name -> the machinery callable it is
+    found: list[Pass] = []
+    for node in tree.body:
+        origin = (node.module or "").rsplit(".", 1)[-1] if isinstance(node, ast.ImportFrom) else ""
+        if origin in sources and node.module.endswith(f"engine.shaders.{origin}"):
+            names = sources[origin]
+            for alias in node.names:
+                if alias.name in names:
+                    namespace[alias.asname or alias.name] = names[alias.name]
+                    if alias.name in ("ParamBlock", "Pass"):
+                        callables[alias.asname or alias.name] = alias.name
+            continue
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if not isinstance(target, ast.Name) or not _declaration_call(node.value, callables):
+            continue
+        code = compile(ast.Module([node], []), str(path), "exec")
+        try:
+            exec(code, namespace)
+        except NameError as e:
+            raise DeclarationError(
+                f"{path}:{node.lineno}: the declaration of {target.id} uses {e.name!r}, which the build "
+                "cannot see without importing the module: a declaration may use literals, the machinery "
+                f"({', '.join(MACHINERY)}), the common blocks (engine/shaders/params.py) and the "
+                "declarations before it in the same module") from None
+        value = namespace[target.id]
+        found += [v for v in (value if isinstance(value, (tuple, list)) else (value,)) if isinstance(v, Pass)]
+    return found
