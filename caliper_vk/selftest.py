@@ -38,14 +38,6 @@ from pathlib import Path
 import numpy as np
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-TENSOR_VIEWS = {  # view -> (shape, canvas size); tests/hardware/test_gpu_paths.py uses these too
-    "heatmap": ((24, 40), (160, 120)),
-    "histogram": ((1000,), (160, 120)),
-    "curve": ((500,), (200, 100)),
-    "pointcloud": ((300, 3), (128, 128)),
-    "images": ((6, 12, 12), (160, 120)),
-    "textgrid": ((6, 8), (320, 160)),
-}
 DTYPES = ("float32", "float16", "bfloat16", "int32", "uint8")
 RACE_FRAMES = {True: 60, False: 300}  # quick, full
 TIMED_FRAMES = 20
@@ -160,16 +152,35 @@ def pick_backend(require: str | None = None) -> tuple[str, str]:
     return "cpu", f"no GPU backend: {reasons['cuda']}; {reasons['mps']}"
 
 
+def tensor_views() -> dict[str, tuple[tuple[int, ...], tuple[int, int]]]:
+    """View -> (sample shape, canvas size), for each registered view with a ``sample=``
+    (``caliper_vk/views/_registry.py``): the views checked through each import path."""
+    from .views import SPECS
+
+    return {v: (spec.sample.shape, spec.sample.size) for v, spec in SPECS.items() if spec.sample}
+
+
+def __getattr__(name: str):
+    """``TENSOR_VIEWS`` (:func:`tensor_views`; tests/hardware/test_gpu_paths.py uses it too), made
+    on first use: importing this module does not import the views (and Vulkan)."""
+    if name == "TENSOR_VIEWS":
+        return tensor_views()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def sample(view: str, dtype: str, seed: int) -> np.ndarray:
-    shape, _ = TENSOR_VIEWS[view]
+    from .views import SPECS
+
+    spec = SPECS[view].sample
+    shape = spec.shape
     rng = np.random.default_rng(seed)
     if dtype == "uint8":
         return rng.integers(0, 256, shape, dtype=np.uint8)
     if dtype == "int32":
         return rng.integers(-1000, 1000, shape, dtype=np.int32)
     values = rng.normal(size=shape).astype(np.float32) * 3
-    if view in ("heatmap", "textgrid"):
-        values.reshape(-1)[::11] = np.nan  # specials travel through the import too
+    if spec.nan_every:
+        values.reshape(-1)[::spec.nan_every] = np.nan  # specials travel through the import too
     return values
 
 
@@ -290,10 +301,11 @@ def _import_check(backend: str) -> tuple[str, str]:
 
 def _view_check(backend: str, view: str, dtype: str) -> tuple[str, str]:
     from . import Session
+    from .views import SPECS
 
     values = sample(view, dtype, seed=len(view) * 7 + len(dtype))
     t, write = _shared(backend, values, dtype)
-    _, size = TENSOR_VIEWS[view]
+    size = SPECS[view].sample.size
     with Session(window=False, size=size, budget=None) as s:
         panel = s.attach(t, view, name="x")
         bad = _twin_diff(_written_frame(s, panel, write), panel, t)
@@ -438,7 +450,7 @@ def run(quick: bool = False, require: str | None = None, log=print) -> SelfTest:
     errors_before = len(VALIDATION_LOG)
     runner.check("device found by UUID", lambda: _device_check(backend, info))
     runner.check(f"{backend} tensor exported and imported", lambda: _import_check(backend))
-    for view in TENSOR_VIEWS:
+    for view in tensor_views():
         for dtype in DTYPES[:1] if quick else DTYPES:
             runner.check(f"{view} {dtype}", lambda v=view, d=dtype: _view_check(backend, v, d))
     if not quick:

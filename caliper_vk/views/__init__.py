@@ -3,7 +3,7 @@
 itself (``@register_view`` in its module: :mod:`._registry`) with its passes, its
 parameter block, its inputs and its tests. :data:`VIEWS` is the registry's."""
 
-from ._registry import SPECS, VIEWS, ViewSpec, profile_tests, register_view
+from ._registry import SPECS, VIEWS, Sample, ViewSpec, profile_tests, register_view
 from .pointcloud import PointCloud
 from .heatmap import Heatmap
 from .histogram import Histogram
@@ -51,5 +51,5 @@ def make_view(name: str, **options):
 
 
 __all__ = ["SPECS", "VIEWS", "Confusion", "Curve", "CustomPanel", "Heatmap", "Histogram", "Images",
-           "PointCloud", "Text", "TextGrid", "UnknownViewError", "ViewSpec", "make_view", "profile_tests",
-           "register_view", "view_options"]
+           "PointCloud", "Sample", "Text", "TextGrid", "UnknownViewError", "ViewSpec", "make_view",
+           "profile_tests", "register_view", "view_options"]

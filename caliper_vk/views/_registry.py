@@ -18,7 +18,11 @@ list of views:
   ``positions``, ``labels`` and ``values``); the first one is required;
 - ``tests``: the test files that check its bytes against its numpy twin; ``tools/test`` runs
   them under every device profile (:func:`profile_tests`);
-- ``cli``: whether ``caliper render --view NAME`` draws it from an array file.
+- ``cli``: whether ``caliper render --view NAME`` draws it from an array file;
+- ``sample``: the tensor the self-test (``caliper doctor --selftest``,
+  :data:`caliper_vk.selftest.TENSOR_VIEWS`) and the hardware tests draw it from, through each
+  import path: a :class:`Sample` (shape, canvas size, every how many elements a NaN); None
+  for a view that is not fed one tensor.
 
 ``make_view``, ``attach(view=...)``, the CLI's ``--view`` and the profile runs all read
 :data:`VIEWS` / :data:`SPECS`.
@@ -29,6 +33,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.shaders import passes as _passes
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The tensor a view is checked with through each import path (see the module docstring)."""
+
+    shape: tuple[int, ...]
+    size: tuple[int, int]  # the canvas (width, height)
+    nan_every: int = 0  # a NaN every this many elements of a float sample (0: none)
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,7 @@ class ViewSpec:
     tests: tuple[str, ...]
     profile_skip: tuple[str, ...] = ()
     cli: bool = False
+    sample: Sample | None = None
 
     @property
     def bindings(self) -> dict[str, tuple[str, ...]]:
@@ -55,7 +69,7 @@ VIEWS: dict[str, type] = {}  # name -> view class (what make_view constructs)
 
 
 def register_view(name: str, *, block=None, passes=(), inputs=("data",), tests=(), profile_skip=(),
-                  cli: bool = False):
+                  cli: bool = False, sample: Sample | None = None):
     """Class decorator: register the view class under ``name`` (see the module docstring).
 
     ``passes`` are :class:`~caliper_vk.engine.shaders.passes.Pass` objects, which the view
@@ -75,7 +89,8 @@ def register_view(name: str, *, block=None, passes=(), inputs=("data",), tests=(
         if name in SPECS and SPECS[name].cls.__qualname__ != cls.__qualname__:
             raise ValueError(f"view {name!r} is registered twice: {SPECS[name].cls.__name__} and "
                              f"{cls.__name__}")
-        spec = ViewSpec(name, cls, block, declared, tuple(inputs), tuple(tests), tuple(profile_skip), cli)
+        spec = ViewSpec(name, cls, block, declared, tuple(inputs), tuple(tests), tuple(profile_skip), cli,
+                        sample)
         SPECS[name] = spec
         VIEWS[name] = cls
         cls.view_spec = spec

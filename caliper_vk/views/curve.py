@@ -33,7 +33,7 @@ from . import _curveaxes as axes_, _exact
 from ..engine.shaders.params import RANGE as RG, ParamValues
 from ._curveaxes import CURVE as CV, CURVE_PASSES
 from ._base import RangedView, groups_1d, pipeline, range_mode, record_range_pass, resolve_range
-from ._registry import register_view
+from ._registry import Sample, register_view
 from ._curvescan import ema32, ema_weights, scan_tiles  # the twin's EMA (scan), used here
 from ._source import Source
 from .heatmap import HEATMAP as HM, record_stats_pass
@@ -59,7 +59,8 @@ def _label_glyphs() -> tuple[int, int, int, int]:
 
 @register_view("curve", block=CV, passes=("heatmap_stats", "range_resolve", *CURVE_PASSES),
                inputs=("data",), tests=("tests/test_curve_exact.py", "tests/test_ranges_on_device.py",
-                                        "tests/test_ranges_discrete.py"), cli=True)
+                                        "tests/test_ranges_discrete.py"), cli=True,
+               sample=Sample((500,), (200, 100)))
 class Curve(RangedView):
     """A trace of values over their index (a step axis).
 

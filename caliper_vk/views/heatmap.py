@@ -24,7 +24,7 @@ from ..engine.shaders.params import ParamBlock, ParamValues
 from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._source import Source
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
-from ._registry import register_view
+from ._registry import Sample, register_view
 
 # -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
 HEATMAP = ParamBlock("heatmap_params", "HM", [
@@ -71,7 +71,8 @@ def reference_stats(flat: np.ndarray, lo, hi) -> dict:
 
 @register_view("heatmap", block=HM, passes=(STATS_PASS, "range_resolve", HEATMAP_PASS), inputs=("data",),
                tests=("tests/test_heatmap_exact.py", "tests/test_ranges_on_device.py",
-                      "tests/test_ranges_discrete.py"), cli=True)
+                      "tests/test_ranges_discrete.py"), cli=True,
+               sample=Sample((24, 40), (160, 120), nan_every=11))
 class Heatmap(RangedView):
     """A 2-D array drawn as a grid of coloured cells.
 

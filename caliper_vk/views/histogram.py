@@ -27,7 +27,7 @@ from . import _exact
 from ..engine.shaders.params import ParamBlock, ParamValues
 from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range
-from ._registry import register_view
+from ._registry import Sample, register_view
 from ._source import Source
 from .heatmap import HEATMAP as HM, record_stats_pass, reference_stats
 
@@ -80,7 +80,7 @@ OLD_COLOR = (255, 127, 14, 255)  # tab10 orange: the older steps' edges
 @register_view("histogram", block=HG, passes=("heatmap_stats", "range_resolve", *HISTOGRAM_PASSES),
                inputs=("data",),
                tests=("tests/test_histogram_exact.py", "tests/test_ranges_on_device.py",
-                      "tests/test_ranges_discrete.py"), cli=True)
+                      "tests/test_ranges_discrete.py"), cli=True, sample=Sample((1000,), (160, 120)))
 class Histogram(RangedView):
     """A histogram of a tensor's values (any shape; all elements count).
 

@@ -26,7 +26,7 @@ from . import _exact
 from ..engine.shaders.params import ParamBlock, ParamValues
 from ..engine.shaders.passes import Pass, buffer, image, params, ro
 from ._base import RangedView, groups_1d, pipeline, record_range_pass, resolve_range, wide
-from ._registry import register_view
+from ._registry import Sample, register_view
 from ._source import Source
 from .heatmap import BACKGROUND, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR
 
@@ -56,7 +56,7 @@ STATS_PER_INVOCATION = 16  # elements per stats-pass invocation (images_stats.co
 @register_view("images", block=IM, passes=(IMAGES_PASSES[0], "range_resolve", IMAGES_PASSES[1]),
                inputs=("data",),
                tests=("tests/test_images_view.py", "tests/test_ranges_on_device.py",
-                      "tests/test_ranges_discrete.py"))
+                      "tests/test_ranges_discrete.py"), sample=Sample((6, 12, 12), (160, 120)))
 class Images(RangedView):
     """A grid of 2-D arrays.
 

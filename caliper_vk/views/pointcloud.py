@@ -50,7 +50,7 @@ from ._pointfit import (POINTCLOUD as PC, POINTCLOUD_PASSES, device_box, device_
 from ._pointtwin import PointCloudTwin
 from ._source import DTYPE_CODES, Source
 from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
-from ._registry import register_view
+from ._registry import Sample, register_view
 
 F32 = np.float32
 # The shaders' constants, from the block's one declaration (engine/shaders/params.py).
@@ -90,7 +90,7 @@ def _packed(background: tuple) -> int:
 
 @register_view("pointcloud", block=PC, passes=POINTCLOUD_PASSES, inputs=("positions", "labels", "values"),
     tests=("tests/test_pointcloud_exact.py", "tests/test_pointcloud_discrete.py", "tests/test_frame_reuse.py"),
-    cli=True)
+    cli=True, sample=Sample((300, 3), (128, 128)))
 class PointCloud(PointColors, PointCloudTwin, ViewBase):
     """A rotatable point cloud coloured by label, by value, or uniformly.
 

@@ -33,7 +33,7 @@ from . import _exact
 from ..engine.shaders.params import ParamBlock, ParamValues
 from ..engine.shaders.passes import Pass, image, params, ro
 from ._base import RangedView, pipeline, record_range_pass, resolve_range, wide
-from ._registry import register_view
+from ._registry import Sample, register_view
 from ._source import Source
 from .heatmap import (HEATMAP as HM, NAN_COLOR, NEGINF_COLOR, POSINF_COLOR, STAT_NAMES, STATS_BYTES,
                       record_stats_pass, reference_stats)
@@ -117,7 +117,8 @@ def _span_start(i, n: int, size: int):
                       "tests/test_ranges_discrete.py"),
                # its model training costs minutes and draws nothing a profile changes (the other
                # text-grid tests cover its drawing)
-               profile_skip=("tests/test_textgrid_exact.py::test_logit_lens_of_a_trained_tiny_model",))
+               profile_skip=("tests/test_textgrid_exact.py::test_logit_lens_of_a_trained_tiny_model",),
+               sample=Sample((6, 8), (320, 160), nan_every=11))
 class TextGrid(RangedView):
     """A grid of strings (tokens), each cell coloured by a value.
 
