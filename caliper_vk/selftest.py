@@ -157,7 +157,15 @@ def tensor_views() -> dict[str, tuple[tuple[int, ...], tuple[int, int]]]:
     (``caliper_vk/views/_registry.py``): the views checked through each import path."""
     from .views import SPECS
 
-    return {v: (spec.sample.shape, spec.sample.size) for v, spec in SPECS.items() if spec.sample}
+    return {v: (spec.sample.shape, spec.sample.size) for v, spec in SPECS.items()
+            if spec.sample and spec.sample.values is None}
+
+
+def host_views() -> list[str]:
+    """The registered views whose ``sample=`` gives fixed host values (checked host-fed)."""
+    from .views import SPECS
+
+    return [v for v, spec in SPECS.items() if spec.sample and spec.sample.values is not None]
 
 
 def __getattr__(name: str):
@@ -317,14 +325,14 @@ def _host_view_check(kind: str) -> tuple[str, str]:
     import torch
 
     from . import Session
-    from .views import Text
+    from .views import SPECS
 
-    with Session(window=False, size=(240, 120), budget=None) as s:
-        if kind == "text":
-            s.add(Text("caliper self-test: naïve café — ok … Ωλ ≤ 3 → ∞"))
-        else:
-            m = torch.tensor([[5, 1, 0], [2, 7, 1], [0, 0, 9]], dtype=torch.int32)
-            s.attach(m, "confusion", name="confusion")
+    spec = SPECS[kind]
+    with Session(window=False, size=spec.sample.size, budget=None) as s:
+        if isinstance(spec.sample.values, str):  # a text: added as a view
+            s.add(spec.cls(spec.sample.values))
+        else:  # rows of counts: attached as an int32 tensor
+            s.attach(torch.tensor(spec.sample.values, dtype=torch.int32), kind, name=kind)
         bad = _same(s.render(), s.canvas.reference())
     return (FAILED, bad) if bad else (PASSED, "byte-exact against the twin")
 
@@ -454,7 +462,7 @@ def run(quick: bool = False, require: str | None = None, log=print) -> SelfTest:
         for dtype in DTYPES[:1] if quick else DTYPES:
             runner.check(f"{view} {dtype}", lambda v=view, d=dtype: _view_check(backend, v, d))
     if not quick:
-        for kind in ("text", "confusion"):
+        for kind in host_views():
             runner.check(f"{kind} (host-fed)", lambda k=kind: _host_view_check(k))
     runner.check("a write racing a read", lambda: _race_check(backend, RACE_FRAMES[quick]))
     if validation_requested():  # the hardware scripts turn the layer on: its errors fail the run

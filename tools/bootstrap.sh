@@ -53,5 +53,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   fi
   echo "$want" > "$stamp"
 fi
-# Built-in shaders: recompiled when a source is newer than its SPIR-V.
-.venv/bin/python -c "from caliper_vk.engine import shaders; [shaders.load(p.stem) for p in shaders.sources()]"
+# Built-in shaders: recompiled when a source or a generated header is newer than its SPIR-V (the views
+# declare their passes as they are imported: the headers are generated from those declarations).
+.venv/bin/python -c "import caliper_vk.views; from caliper_vk.engine import shaders
+[shaders.load(p.stem) for p in shaders.sources()]"

@@ -19,10 +19,9 @@ list of views:
 - ``tests``: the test files that check its bytes against its numpy twin; ``tools/test`` runs
   them under every device profile (:func:`profile_tests`);
 - ``cli``: whether ``caliper render --view NAME`` draws it from an array file;
-- ``sample``: the tensor the self-test (``caliper doctor --selftest``,
-  :data:`caliper_vk.selftest.TENSOR_VIEWS`) and the hardware tests draw it from, through each
-  import path: a :class:`Sample` (shape, canvas size, every how many elements a NaN); None
-  for a view that is not fed one tensor.
+- ``sample``: what the self-test (``caliper doctor --selftest``) draws it from: a
+  :class:`Sample`, either a random tensor's shape (drawn through each import path, as the
+  hardware tests do: :data:`caliper_vk.selftest.TENSOR_VIEWS`) or fixed host ``values``.
 
 ``make_view``, ``attach(view=...)``, the CLI's ``--view`` and the profile runs all read
 :data:`VIEWS` / :data:`SPECS`.
@@ -37,11 +36,12 @@ from ..engine.shaders import passes as _passes
 
 @dataclass(frozen=True)
 class Sample:
-    """The tensor a view is checked with through each import path (see the module docstring)."""
+    """What the self-test draws a view from (see the module docstring)."""
 
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # a random tensor's (empty with ``values``)
     size: tuple[int, int]  # the canvas (width, height)
     nan_every: int = 0  # a NaN every this many elements of a float sample (0: none)
+    values: object = None  # fixed host input instead: a string (the view's text) or int32 rows
 
 
 @dataclass(frozen=True)

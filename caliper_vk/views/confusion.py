@@ -39,7 +39,7 @@ from ..engine.shaders.params import RANGE as RG, ParamBlock
 from ..engine.shaders.passes import Pass, params, ro, wo
 from . import _exact
 from ._base import pipeline
-from ._registry import register_view
+from ._registry import Sample, register_view
 from ._source import Source
 from .textgrid import TEXTGRID, TextGrid, _string_table, glyph_table
 
@@ -149,7 +149,8 @@ def row_shares(source: Source) -> np.ndarray:
 
 @register_view("confusion", block=TEXTGRID,
                passes=(CELLS_PASS, "heatmap_stats", "range_resolve", "textgrid"), inputs=("counts",),
-               tests=("tests/test_confusion.py",))
+               tests=("tests/test_confusion.py",),
+               sample=Sample((), (240, 120), values=((5, 1, 0), (2, 7, 1), (0, 0, 9))))
 class Confusion(TextGrid):
     """A confusion matrix panel.
 

@@ -19,7 +19,7 @@ from . import _exact
 from ..engine.shaders.params import ParamBlock, ParamValues
 from ..engine.shaders.passes import Pass, image, params, ro
 from ._base import ViewBase, pipeline
-from ._registry import register_view
+from ._registry import Sample, register_view
 
 # -- the declaration: read by the build from this file (docs/architecture.md, "A view is one unit") --
 TEXT = ParamBlock("text_params", "TX", [
@@ -36,7 +36,8 @@ PAD = 4
 EMPTY = 0xFFFFFFFF
 
 
-@register_view("text", block=TX, passes=(TEXT_PASS,), inputs=("text",), tests=("tests/test_text_view.py",))
+@register_view("text", block=TX, passes=(TEXT_PASS,), inputs=("text",), tests=("tests/test_text_view.py",),
+               sample=Sample((), (240, 120), values="caliper self-test: naïve café — ok … Ωλ ≤ 3 → ∞"))
 class Text(ViewBase):
     """Lines of text in a panel.
 

@@ -173,16 +173,17 @@ def generated_headers(out_dir: Path = GEN_DIR) -> Path:
     return out_dir
 
 
-def undeclared() -> list[str]:
-    """The built-in shaders that include their generated bindings (``<stem>_bindings.glsl``) but
-    whose pass nobody declared (its view is not imported, nor read by :func:`declare_modules`)."""
+def undeclared(srcs=None) -> list[str]:
+    """The shaders (the built-in ones by default) that include their generated bindings
+    (``<stem>_bindings.glsl``) but whose pass nobody declared (its view is not imported, nor read
+    by :func:`declare_modules`)."""
     declared = _sibling("passes").PASSES
-    return [src.name for src in sources() if src.stem not in declared
+    return [src.name for src in (sources() if srcs is None else srcs) if src.stem not in declared
             and f'#include "{src.stem}_bindings.glsl"' in src.read_text(encoding="utf-8")]
 
 
 def _require_declared(srcs) -> None:
-    missing = [s for s in undeclared() if Path(s).stem in {Path(x).stem for x in srcs}]
+    missing = undeclared(srcs)
     if missing:
         raise ShaderCompileError(
             f"no pass is declared for {', '.join(missing)}: a view declares its passes in its module; "
@@ -190,9 +191,9 @@ def _require_declared(srcs) -> None:
             "caliper_vk.engine.shaders.declare_modules('caliper_vk/views') (what setup.py does)")
 
 
-def _command(compiler: list[str], src: Path, out: Path, defines: dict) -> list[str]:
+def _command(compiler: list[str], src: Path, out: Path, defines: dict, includes=()) -> list[str]:
     flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
-    includes = [d for d in (HERE, GEN_DIR) if d.is_dir()]
+    includes = [d for d in (*includes, HERE, GEN_DIR) if Path(d).is_dir()]
     if Path(compiler[0]).name.startswith("glslc"):
         return [*compiler, f"--target-env={TARGET_ENV}", "-O", *flags,
                 *(a for d in includes for a in ("-I", str(d))), "-o", str(out), str(src)]
@@ -216,8 +217,9 @@ def with_include_directive(text: str) -> str:
     return "".join([INCLUDE_EXTENSION + "\n", "#line 1\n", *lines])
 
 
-def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
-    """Compile one GLSL file to SPIR-V at ``out``; raise with the compiler's diagnostics."""
+def compile_file(src: Path, out: Path, defines: dict | None = None, includes=()) -> None:
+    """Compile one GLSL file to SPIR-V at ``out`` (``#include`` searched beside it, in ``includes``,
+    then in the built-in and generated folders); raise with the compiler's diagnostics."""
     src, compiler = Path(src), find_compiler()
     with tempfile.TemporaryDirectory() as tmp:
         target = src
@@ -226,7 +228,7 @@ def compile_file(src: Path, out: Path, defines: dict | None = None) -> None:
             if (patched := with_include_directive(text)) != text:
                 target = Path(tmp) / src.name
                 target.write_text(patched, encoding="utf-8")
-        cmd = _command(compiler, target, Path(out), defines or {})
+        cmd = _command(compiler, target, Path(out), defines or {}, includes)
         if target != src:  # #include "x.glsl" resolves beside the original file first
             cmd[1:1] = ["-I" + str(src.parent)]
         proc = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace",
@@ -259,12 +261,46 @@ def sources() -> list[Path]:
     return sorted(found, key=lambda p: p.name)
 
 
+SOURCE_DIRS: list[Path] = []  # folders of views' shaders kept outside the package (add_source_dir)
+
+
+def add_source_dir(folder) -> None:
+    """Look for shaders in ``folder`` too, after the built-in ones: the shaders of a view kept
+    outside the package (its module declares its block and passes, as a built-in view's does).
+    :func:`load` compiles them on first use, and again when stale, into ``folder/spv`` with the
+    headers generated into ``folder/gen``. A stem that a built-in shader has is an error."""
+    folder = Path(folder).resolve()
+    clash = sorted({p.stem for s in STAGE_SUFFIXES for p in folder.glob("*" + s)}
+                   & {p.stem for p in sources()})
+    if clash:
+        raise ShaderCompileError(f"{folder}: {', '.join(clash)} would shadow built-in shaders; rename them")
+    if folder not in SOURCE_DIRS:
+        SOURCE_DIRS.append(folder)
+
+
 def _source(name: str) -> Path | None:
-    for suffix in STAGE_SUFFIXES:
-        src = HERE / (name + suffix)
-        if src.exists():
-            return src
+    for folder in (HERE, *SOURCE_DIRS):
+        for suffix in STAGE_SUFFIXES:
+            src = folder / (name + suffix)
+            if src.exists():
+                return src
     return None
+
+
+def _load_added(src: Path) -> bytes:
+    """A shader from an :func:`add_source_dir` folder, compiled when stale."""
+    gen = generated_headers(src.parent / "gen")
+    spv = src.parent / "spv" / f"{src.stem}.spv"
+    inputs = [src, *src.parent.glob("*.glsl"), *gen.glob("*.glsl"), *HERE.glob("*.glsl")]
+    if not spv.exists() or spv.stat().st_mtime < max(p.stat().st_mtime for p in inputs):
+        _require_declared([src])
+        spv.parent.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp_spv = Path(tmp) / spv.name
+            compile_file(src, tmp_spv, includes=(gen,))
+            validate(tmp_spv)
+            shutil.move(tmp_spv, spv)
+    return spv.read_bytes()
 
 
 def _stale(src: Path, spv: Path) -> bool:
@@ -325,6 +361,8 @@ def load(name: str) -> bytes:
     """SPIR-V bytes of built-in shader ``name`` (file stem, e.g. ``"heatmap"``, ``"overlay_vs"``)."""
     spv = SPV_DIR / f"{name}.spv"
     src = _source(name)
+    if src is not None and src.parent != HERE:
+        return _load_added(src)
     if IN_SOURCE_TREE and src is not None:
         generated_headers()  # first: a changed declaration makes its shaders stale
     if IN_SOURCE_TREE and src is not None and _stale(src, spv):

@@ -12,7 +12,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 64) in;
 #include "common.glsl"
-#include "confusion_cells_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "confusion_cells_bindings.glsl"  // its parameters and bindings: caliper_vk/views/confusion.py
 
 #define INPUT data
 #include "input.glsl"

@@ -10,7 +10,7 @@
 // twin.
 layout(local_size_x = 64) in;
 #include "common.glsl"
-#include "curve_axes_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "curve_axes_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_curveaxes.py
 
 uint blend(uint bg, uint fg, uint a) {
     uint w = a + (a >> 7);

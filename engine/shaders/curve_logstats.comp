@@ -5,7 +5,7 @@
 // axis cannot draw. PER_INVOCATION consecutive values per invocation, as heatmap_stats.comp.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "curve_logstats_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "curve_logstats_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_curveaxes.py
 #include "heatmap_params.glsl"  // ST_MIN, ST_MAX
 
 #include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)

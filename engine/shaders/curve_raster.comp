@@ -6,7 +6,7 @@
 // trace, as the dashboard's plots have.
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "curve_raster_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "curve_raster_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_curveaxes.py
 
 void main() {
     uint x = gl_GlobalInvocationID.x;

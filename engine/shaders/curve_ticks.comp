@@ -15,7 +15,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 1) in;
 #include "common.glsl"
-#include "curve_ticks_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "curve_ticks_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_curveaxes.py
 #include "heatmap_params.glsl"  // ST_LO, ST_HI, ST_SCALE
 
 #include "curve_log.glsl"  // log2e, on_axis (SPEC_LOGY)

@@ -6,7 +6,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "heatmap_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "heatmap_bindings.glsl"  // its parameters and bindings: caliper_vk/views/heatmap.py
 
 #define INPUT data
 #include "input.glsl"

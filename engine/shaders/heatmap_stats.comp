@@ -7,7 +7,7 @@
 // LO = -Inf, HI = +Inf here: nothing is outside it.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "heatmap_stats_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "heatmap_stats_bindings.glsl"  // its parameters and bindings: caliper_vk/views/heatmap.py
 
 #define INPUT data
 #include "input.glsl"

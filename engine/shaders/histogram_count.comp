@@ -7,7 +7,7 @@
 // the order of atomics cannot matter.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "histogram_count_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "histogram_count_bindings.glsl"  // its parameters and bindings: caliper_vk/views/histogram.py
 #include "heatmap_params.glsl"  // the stats words of the heatmap stats pass and the range
 
 #define INPUT data

@@ -6,7 +6,7 @@
 // shared vertical scale. history: HISTORY (lo, hi) pairs, then HISTORY rows of bins.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "histogram_max_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "histogram_max_bindings.glsl"  // its parameters and bindings: caliper_vk/views/histogram.py
 #include "heatmap_params.glsl"
 
 void main() {

@@ -11,7 +11,7 @@
 #extension GL_ARB_gpu_shader_int64 : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-#include "histogram_raster_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "histogram_raster_bindings.glsl"  // its parameters and bindings: caliper_vk/views/histogram.py
 #include "heatmap_params.glsl"
 
 uint bar_height(uint c, uint h, uint maxc) {

@@ -9,7 +9,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "images_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "images_bindings.glsl"  // its parameters and bindings: caliper_vk/views/images.py
 #include "muldiv.glsl"
 
 #define INPUT data

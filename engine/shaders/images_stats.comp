@@ -6,7 +6,7 @@
 // (range_resolve.comp) makes each group's (lo, hi, scale) from them.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "images_stats_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "images_stats_bindings.glsl"  // its parameters and bindings: caliper_vk/views/images.py
 
 #define INPUT data
 #include "input.glsl"

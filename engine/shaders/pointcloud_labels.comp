@@ -6,7 +6,7 @@
 // larger ones), one atomic per word. Runs in the frame, before the splat reads point_colors[].
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_labels_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "pointcloud_labels_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_pointfit.py
 
 #define PER_INVOCATION 16u
 #define DT_I32 3u

@@ -7,7 +7,7 @@
 // copied in beforehand. The work follows the points, not the panel's area.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_paint_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "pointcloud_paint_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_pointfit.py
 
 #define INPUT pos
 #include "input.glsl"

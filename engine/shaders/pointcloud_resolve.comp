@@ -8,7 +8,7 @@
 // imageStore per pixel (800 x 600, 1M points).
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_resolve_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "pointcloud_resolve_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_pointfit.py
 
 #define POINT_COLORS
 #include "pointcloud_color.glsl"

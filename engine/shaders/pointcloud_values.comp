@@ -6,7 +6,7 @@
 // VSCALE. Mirrored by caliper_vk/views/_pointfit.py: device_value_keys.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_values_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "pointcloud_values_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_pointfit.py
 
 #define INPUT vals
 #include "input.glsl"

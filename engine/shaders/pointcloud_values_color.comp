@@ -5,7 +5,7 @@
 // rule), into point_colors[], which the splat reads after a barrier.
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#include "pointcloud_values_color_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "pointcloud_values_color_bindings.glsl"  // its parameters and bindings: caliper_vk/views/_pointfit.py
 
 #define INPUT vals
 #include "input.glsl"

@@ -6,7 +6,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "text_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "text_bindings.glsl"  // its parameters and bindings: caliper_vk/views/text.py
 
 uint blend(uint bg, uint fg, uint a) {
     uint w = a + (a >> 7);

@@ -17,7 +17,7 @@
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
 
-#include "textgrid_bindings.glsl"  // its parameters and bindings: engine/shaders/passes.py
+#include "textgrid_bindings.glsl"  // its parameters and bindings: caliper_vk/views/textgrid.py
 #include "heatmap_params.glsl"  // the stats words (ST_LO, ST_SCALE) of the heatmap's stats pass
 #include "muldiv.glsl"
 
