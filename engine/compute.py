@@ -43,7 +43,7 @@ class ComputePipeline:
         one costs nothing at run time: a CPU implementation (lavapipe) otherwise runs
         every side of a branch.
     names : sequence of str, optional
-        A name per binding (the built-in passes' declarations, engine/shaders/passes.py):
+        A name per binding (a pass's declaration: engine/shaders/passes.py, ``Pass``):
         then :meth:`bind` takes the resources by name.
     """
 

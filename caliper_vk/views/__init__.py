@@ -1,7 +1,14 @@
 """Built-in views. Each is a drawable for a canvas panel with a numpy twin
 (``reference``) that produces the same bytes as its compute shaders, and registers
 itself (``@register_view`` in its module: :mod:`._registry`) with its passes, its
-parameter block, its inputs and its tests. :data:`VIEWS` is the registry's."""
+parameter block, its inputs and its tests. :data:`VIEWS` is the registry's.
+
+Every public module of this package (a name without a leading underscore) is imported here, so a
+new view's module registers itself by being in the folder; the classes below are imported by name
+only to be importable from ``caliper_vk.views``."""
+
+import importlib
+import pkgutil
 
 from ._registry import SPECS, VIEWS, Sample, ViewSpec, profile_tests, register_view
 from .pointcloud import PointCloud
@@ -13,6 +20,11 @@ from .confusion import Confusion
 from .images import Images
 from .text import Text
 from .custom import CustomPanel
+
+for _module in pkgutil.iter_modules(__path__):
+    if not _module.name.startswith("_"):
+        importlib.import_module(f".{_module.name}", __name__)
+del _module
 
 
 class UnknownViewError(ValueError):

@@ -23,7 +23,7 @@ MAX_GROUPS = 65535
 
 
 def pipeline(device, name: str, specialization: dict | None = None) -> ComputePipeline:
-    """The built-in pass ``name`` (declared in engine/shaders/passes.py) on ``device``,
+    """The declared pass ``name`` (its ``Pass``, in its view's module) on ``device``,
     specialised to ``{constant_id: value}`` (made once per device and specialisation, closed
     with it). Its :meth:`~caliper_vk.engine.ComputePipeline.bind` takes the resources by the
     declared binding names."""

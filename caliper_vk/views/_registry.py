@@ -2,18 +2,29 @@
 
 ::
 
-    @register_view("heatmap", block=HEATMAP, passes=("heatmap_stats", "range_resolve", "heatmap"),
+    HEATMAP = ParamBlock("heatmap_params", "HM", [...])          # its parameter block
+    STATS_PASS = Pass("heatmap_stats", HEATMAP, [params(), ro("data"), buffer("stats")])
+    HEATMAP_PASS = Pass("heatmap", HEATMAP, [params(), ro("data"), ..., image()])
+
+    @register_view("heatmap", block=HEATMAP, passes=(STATS_PASS, "range_resolve", HEATMAP_PASS),
                    inputs=("data",), tests=("tests/test_heatmap_exact.py",))
     class Heatmap(RangedView): ...
+
+The block and the passes are declared at the top level of the view's own module, where the build
+reads them without importing it (engine/shaders/passes.py: ``read_declarations``) to generate the
+headers its shaders include; registering declares the same passes for Python
+(``passes.declare``), so both sides get them from one text.
 
 A :class:`ViewSpec` holds what the rest of Caliper asks about a view, so nothing else keeps a
 list of views:
 
-- ``block``: its parameter block (engine/shaders/params.py), set by field name
+- ``block``: its parameter block (a ``ParamBlock`` declared in its module), set by field name
   (``HEATMAP.values(rows=..., cols=...)``);
-- ``passes``: the stems of its compute passes, each declared with its named bindings in
-  engine/shaders/passes.py (the GLSL binding lines are generated from that declaration, and
-  :func:`caliper_vk.views._base.pipeline` binds by the same names);
+- ``passes``: its compute passes in order: the ``Pass`` objects it declares (its shader stem,
+  block and named bindings; the GLSL binding lines are generated from that declaration, and
+  :func:`caliper_vk.views._base.pipeline` binds by the same names) or the stems of passes
+  declared already (``"range_resolve"``, common: engine/shaders/passes.py; ``"heatmap_stats"``,
+  the heatmap's);
 - ``inputs``: its named inputs (the constructor's array arguments: ``data``, or
   ``positions``, ``labels`` and ``values``); the first one is required;
 - ``tests``: the test files that check its bytes against its numpy twin; ``tools/test`` runs
@@ -60,7 +71,7 @@ class ViewSpec:
 
     @property
     def bindings(self) -> dict[str, tuple[str, ...]]:
-        """Each pass's binding names, in binding order (from engine/shaders/passes.py)."""
+        """Each pass's binding names, in binding order (from its ``Pass`` declaration)."""
         return {p.stem: p.names for p in self.passes}
 
 

@@ -53,7 +53,7 @@ from ._base import ViewBase, groups_1d, lut_scale, pipeline, resolve_range
 from ._registry import Sample, register_view
 
 F32 = np.float32
-# The shaders' constants, from the block's one declaration (engine/shaders/params.py).
+# The shaders' constants, from the block's one declaration (_pointfit.py: POINTCLOUD).
 MODE_UNIFORM, MODE_LABELS, MODE_VALUES = PC.MODE_UNIFORM, PC.MODE_LABELS, PC.MODE_VALUES
 KEY_COLOR_BITS, KEY_DEPTH_BITS, DEPTH_MAX = PC.KEY_COLOR_BITS, PC.KEY_DEPTH_BITS, PC.DEPTH_MAX
 KEY_COLOR_MASK = np.uint32(PC.KEY_COLOR_MASK)
@@ -300,7 +300,7 @@ class PointCloud(PointColors, PointCloudTwin, ViewBase):
         return p
 
     def _colors(self) -> np.ndarray:
-        """The colour table a key's low bits index (layout: POINTCLOUD in engine/shaders/params.py)."""
+        """The colour table a key's low bits index (layout: POINTCLOUD, _pointfit.py)."""
         table = np.zeros(COLOR_TABLE_SIZE, np.uint32)
         table[:256] = self._lut
         table[PALETTE_BASE:PALETTE_BASE + len(self._palette)] = self._palette

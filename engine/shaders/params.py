@@ -1,8 +1,9 @@
-"""Parameter blocks: each declared once, here, for both the shader and the Python that fills it.
+"""Parameter blocks: each declared once, for both the shader and the Python that fills it.
 
 A compute pass reads its per-frame parameters as 32-bit words (uints, ints, and
-floats by their bits). Every block is declared once as a :class:`ParamBlock`;
-from that one declaration
+floats by their bits). Every block is declared once as a :class:`ParamBlock`, a view's
+in the view's own module (``caliper_vk/views/heatmap.py``: ``HEATMAP``), the common ones
+here (:data:`RANGE`, :data:`COMMON`); from that one declaration
 
 - the build writes the GLSL header the shaders include (``<name>_params.glsl``:
   a ``#define PREFIX_FIELD k`` word offset per field, the block's size, the
@@ -12,7 +13,8 @@ from that one declaration
 - the views (``caliper_vk/views/*.py``) set their blocks by field name
   (``POINTCLOUD.values(cx=..., r=rotation)``, :class:`ParamValues`) and read the
   constants as attributes (``POINTCLOUD.MODE_LABELS``); no view slices words by offset;
-- each built-in pass names its bindings in ``passes.py``, whose headers include these;
+- each pass names its block and its bindings in its ``Pass`` (``passes.py``), whose
+  header includes the block's;
 - custom panels (``caliper_vk/shader_module.py``) build their block with the
   same class at run time, from the user's parameters, and declare it with named
   members (:meth:`ParamBlock.members`) instead of word offsets.
@@ -26,7 +28,8 @@ images and text-grid blocks here cut their passes on lavapipe by 2-7x).
 whose shaders users write against it). Both read floats as ``f(k)``.
 
 This module imports nothing but the standard library: ``setup.py`` loads it by
-path to build the shaders before the package exists.
+path to build the shaders before the package exists (and reads the views'
+declarations with it: ``passes.read_declarations``).
 """
 
 from __future__ import annotations

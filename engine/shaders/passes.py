@@ -1,7 +1,11 @@
-"""The built-in views' compute passes: each pass's bindings declared once, by name.
+"""Compute passes: each pass's bindings declared once, by name.
 
 A :class:`Pass` names its shader (the file stem: ``heatmap`` is ``heatmap.comp``), its
-parameter block (``params.py``) and its bindings in order. From that one declaration
+parameter block (a ``ParamBlock``) and its bindings in order. A view declares its passes at
+the top level of its own module (``caliper_vk/views/heatmap.py``) and registers them
+(:func:`declare`, called by ``register_view``); the common ones are here (:data:`COMMON`).
+The build, which cannot import the views, reads their declarations from the files
+(:func:`read_declarations`). From that one declaration
 
 - the build writes ``<stem>_bindings.glsl`` into the generated include folder (with the
   parameter headers, :func:`caliper_vk.engine.shaders.generated_headers`): the block's header,
