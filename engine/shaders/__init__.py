@@ -318,7 +318,9 @@ MANIFEST = "sources.sha256"  # in the SPIR-V folder: the digest of the sources i
 
 def sources_digest() -> str:
     """A SHA-256 over everything the built-in SPIR-V is compiled from: the stage sources, the
-    shared ``*.glsl`` includes and the headers generated from the declared passes and blocks."""
+    shared ``*.glsl`` includes and the headers generated from the declared passes and blocks
+    (so every pass must be declared: an undeclared one is an error, never another digest)."""
+    _require_declared(sources())
     files = {p.name: p.read_bytes() for p in [*sources(), *HERE.glob("*.glsl")]}
     files.update({name: text.encode() for name, text in _headers().items()})
     digest = hashlib.sha256()
