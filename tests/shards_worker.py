@@ -104,13 +104,21 @@ def main(how: str, out: Path) -> None:
     if "capture" in options:
         x = torch.randn(3, 8, generator=torch.Generator().manual_seed(5))
         both = w.capture(x, ["2"], name="features")
+        w.capture(x, ["2"], name="features")  # a second call on every rank deletes the first's key
+        from torch.distributed import distributed_c10d
+
+        store = distributed_c10d._get_default_store()
+        first, second = (w.shards.together_key("watch.capture()", n) for n in (1, 2))
+        dist.barrier()
+        kept = {"first": store.check([first]), "second": store.check([second])}
         alone = ""
         if rank == 0:  # rank 1 does not call it: rank 0 must say so instead of hanging in the gather
             try:
                 w.capture(x, ["2"], name="features", wait_s=1.0)
             except RuntimeError as e:
                 alone = str(e)
-            (out / "capture.json").write_text(json.dumps({"both": list(both["2"].shape), "alone": alone}))
+            got = {"both": list(both["2"].shape), "alone": alone, "kept": kept}
+            (out / "capture.json").write_text(json.dumps(got))
     w.remove()
     if rec is not None:
         rec.close()

@@ -127,9 +127,9 @@ class Sharding:
         import torch.distributed as dist
         from torch.distributed import distributed_c10d
 
-        ranks = _ranks(self.group) if self.group is not None else tuple(range(dist.get_world_size()))
+        ranks = self._together_ranks()
         n = self._calls[what] = self._calls.get(what, 0) + 1
-        key = f"caliper_vk/{what}/{'-'.join(map(str, ranks))}/{n}"
+        key = self.together_key(what, n)
         store = distributed_c10d._get_default_store()
         got = store.add(key, 1)
         deadline = time.monotonic() + wait_s
@@ -143,6 +143,19 @@ class Sharding:
                     "records nothing)")
             time.sleep(0.005)
             got = store.add(key, 0)
+        # Every rank has reached call n, so none still reads call n - 1's count: the group's first
+        # rank deletes it (the store keeps one key per kind of call, not one per call).
+        if n > 1 and dist.get_rank() == ranks[0]:
+            store.delete_key(self.together_key(what, n - 1))
+
+    def _together_ranks(self) -> tuple:
+        import torch.distributed as dist
+
+        return _ranks(self.group) if self.group is not None else tuple(range(dist.get_world_size()))
+
+    def together_key(self, what: str, n: int) -> str:
+        """The rendezvous store's key that counts the ranks arrived at the ``n``-th call of ``what``."""
+        return f"caliper_vk/{what}/{'-'.join(map(str, self._together_ranks()))}/{n}"
 
 
 def sharding(model, params) -> Sharding | None:
